@@ -1,0 +1,45 @@
+package objects
+
+import (
+	"context"
+	"crypto/sha256"
+	"iter"
+)
+
+// Block is a CID with the bytes it names.
+type Block struct {
+	CID  CID
+	Data []byte
+}
+
+// NewValue returns the raw block of a value.
+func NewValue(data []byte) Block { return Block{CID: Sum(CodecRaw, data), Data: data} }
+
+// Verify re-hashes data and checks it against c: the check every block read
+// back from storage passes before it is trusted.
+func Verify(c CID, data []byte) error {
+	if got := cidFromDigest(c.Codec(), sha256.Sum256(data)); got != c {
+		return &HashMismatchError{Expected: c, Actual: got}
+	}
+	return nil
+}
+
+// BlockStore holds blocks. Implementations re-hash what they read (Get
+// returns a *HashMismatchError for corrupt data) and report a missing block
+// as a *NotFoundError. Put is idempotent.
+type BlockStore interface {
+	Get(ctx context.Context, c CID) ([]byte, error)
+	Has(ctx context.Context, c CID) (bool, error)
+	// Put stores blocks atomically: after a crash either all or none are present.
+	Put(ctx context.Context, blocks ...Block) error
+}
+
+// BlockLister is an optional ability of a BlockStore: enumerate every CID held.
+type BlockLister interface {
+	AllCIDs(ctx context.Context) iter.Seq2[CID, error]
+}
+
+// BlockDeleter is an optional ability of a BlockStore, used only by gc.
+type BlockDeleter interface {
+	Delete(ctx context.Context, cids ...CID) error
+}

@@ -1,0 +1,166 @@
+package objects
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
+
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
+)
+
+// Multicodec codes used by agentstate.
+const (
+	CodecRaw     = 0x55 // values
+	CodecDagCBOR = 0x71 // trees, commits, chunked file nodes
+)
+
+// ShortLen is the length of a CID's short form (see CID.Short).
+const ShortLen = 16
+
+// CID names an object: CIDv1, sha2-256, codec raw or dag-cbor.
+// The zero CID names nothing; use IsZero to test for it.
+type CID struct{ c cid.Cid }
+
+// prefix bytes of a CIDv1 sha2-256 CID for each codec: version, codec, mh code, mh length.
+var (
+	prefixRaw  = []byte{0x01, CodecRaw, 0x12, 0x20}
+	prefixCBOR = []byte{0x01, CodecDagCBOR, 0x12, 0x20}
+)
+
+// cidFromDigest builds the CID of the given codec over a sha256 digest.
+func cidFromDigest(codec uint64, digest [32]byte) CID {
+	var b [36]byte
+	switch codec {
+	case CodecRaw:
+		copy(b[:4], prefixRaw)
+	case CodecDagCBOR:
+		copy(b[:4], prefixCBOR)
+	default:
+		panic("objects: unsupported codec") // programming error: callers pass constants
+	}
+	copy(b[4:], digest[:])
+	c, err := cid.Cast(b[:])
+	if err != nil {
+		panic("objects: building CID: " + err.Error())
+	}
+	return CID{c}
+}
+
+// Sum returns the CID of data under codec (CodecRaw or CodecDagCBOR).
+func Sum(codec uint64, data []byte) CID {
+	return cidFromDigest(codec, sha256.Sum256(data))
+}
+
+// ParseCID parses a CID string. Only CIDv1 with a sha2-256 multihash and codec
+// raw or dag-cbor is accepted.
+func ParseCID(s string) (CID, error) {
+	if s == "" {
+		return CID{}, fmt.Errorf("%w: empty string", ErrBadCID)
+	}
+	c, err := cid.Decode(s)
+	if err != nil {
+		return CID{}, fmt.Errorf("%w: %q: %v", ErrBadCID, s, err)
+	}
+	return fromCid(c, s)
+}
+
+// CIDFromBytes parses the binary form of a CID (as stored inside DAG-CBOR links).
+func CIDFromBytes(b []byte) (CID, error) {
+	n, c, err := cid.CidFromBytes(b)
+	if err != nil {
+		return CID{}, fmt.Errorf("%w: %v", ErrBadCID, err)
+	}
+	if n != len(b) {
+		return CID{}, fmt.Errorf("%w: %d trailing bytes", ErrBadCID, len(b)-n)
+	}
+	return fromCid(c, fmt.Sprintf("%x", b))
+}
+
+func fromCid(c cid.Cid, shown string) (CID, error) {
+	p := c.Prefix()
+	if p.Version != 1 {
+		return CID{}, fmt.Errorf("%w: %s: CID version %d, want 1", ErrBadCID, shown, p.Version)
+	}
+	if p.MhType != multihash.SHA2_256 || p.MhLength != 32 {
+		return CID{}, fmt.Errorf("%w: %s: multihash 0x%x/%d, want sha2-256", ErrBadCID, shown, p.MhType, p.MhLength)
+	}
+	if p.Codec != CodecRaw && p.Codec != CodecDagCBOR {
+		return CID{}, fmt.Errorf("%w: %s: codec 0x%x, want raw (0x55) or dag-cbor (0x71)", ErrBadCID, shown, p.Codec)
+	}
+	return CID{c}, nil
+}
+
+// String returns the base32 form, or "" for the zero CID.
+func (c CID) String() string {
+	if !c.c.Defined() {
+		return ""
+	}
+	return c.c.String()
+}
+
+// Short returns the first ShortLen characters of String, enough to be unique
+// in practice; see ResolvePrefix-style lookups for abbreviations.
+func (c CID) Short() string {
+	s := c.String()
+	if len(s) > ShortLen {
+		return s[:ShortLen]
+	}
+	return s
+}
+
+// IsZero reports whether c is the zero CID.
+func (c CID) IsZero() bool { return !c.c.Defined() }
+
+// Bytes returns the binary form (36 bytes), or nil for the zero CID.
+func (c CID) Bytes() []byte {
+	if !c.c.Defined() {
+		return nil
+	}
+	return c.c.Bytes()
+}
+
+// KeyString returns the binary form as a string, usable as a map key prefix.
+func (c CID) KeyString() string { return c.c.KeyString() }
+
+// Codec returns the multicodec of c.
+func (c CID) Codec() uint64 {
+	if !c.c.Defined() {
+		return 0
+	}
+	return c.c.Prefix().Codec
+}
+
+// Digest returns the 32-byte sha256 digest c names. For a value CID this is
+// sha256 of the value's content.
+func (c CID) Digest() [32]byte {
+	var d [32]byte
+	b := c.c.Bytes()
+	if len(b) == 36 {
+		copy(d[:], b[4:])
+	}
+	return d
+}
+
+// Cid returns the go-cid form, for interoperation with IPLD libraries.
+func (c CID) Cid() cid.Cid { return c.c }
+
+// MarshalText implements encoding.TextMarshaler (JSON output).
+func (c CID) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (c *CID) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*c = CID{}
+		return nil
+	}
+	v, err := ParseCID(string(b))
+	if err != nil {
+		return err
+	}
+	*c = v
+	return nil
+}
+
+// Compare orders CIDs by their binary form.
+func (c CID) Compare(o CID) int { return strings.Compare(c.c.KeyString(), o.c.KeyString()) }
