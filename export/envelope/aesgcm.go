@@ -19,10 +19,10 @@ import (
 const CipherAES256GCMv1 = "aes-256-gcm-v1"
 
 const (
-	tagSize          = 16
-	noncePrefixSize  = 7
-	fileKeyMaterial  = 32 + noncePrefixSize
-	maxChunks uint64 = math.MaxUint32 + 1 // chunk indexes 0..2^32-1
+	tagSize                = 16
+	noncePrefixSize        = 7
+	fileKeyMaterial        = 32 + noncePrefixSize
+	maxChunks       uint64 = math.MaxUint32 + 1 // chunk indexes 0..2^32-1
 )
 
 // Options tune an AESGCM cipher. The zero value is the default: deterministic
