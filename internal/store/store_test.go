@@ -1,0 +1,41 @@
+package store_test
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/objects/blockstoretest"
+)
+
+func TestConformance(t *testing.T) {
+	blockstoretest.Run(t, func(t *testing.T) (objects.BlockStore, func(objects.CID, []byte)) {
+		s, err := store.Create(t.TempDir(), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, s.CorruptForTest
+	})
+}
+
+func TestInUse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	s, err := store.Create(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = store.Open(dir, store.Options{})
+	if !errors.Is(err, store.ErrInUse) {
+		t.Fatalf("second open: %v, want ErrInUse", err)
+	}
+}
+
+func TestOpenNotStore(t *testing.T) {
+	if _, err := store.Open(filepath.Join(t.TempDir(), "absent"), store.Options{}); !errors.Is(err, store.ErrNotStore) {
+		t.Fatalf("open of absent dir: %v", err)
+	}
+}
