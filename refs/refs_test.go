@@ -1,0 +1,154 @@
+package refs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+func c(i int) objects.CID { return objects.Sum(objects.CodecDagCBOR, []byte(fmt.Sprint(i))) }
+
+func open(t *testing.T) (*store.Store, *refs.Refs) {
+	s, err := store.Create(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, refs.New(s)
+}
+
+func TestMoveCAS(t *testing.T) {
+	ctx := context.Background()
+	_, r := open(t)
+	if _, err := r.Move(ctx, refs.Move{Agent: "lumen", New: c(1), Op: refs.OpCommit}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Move(ctx, refs.Move{Agent: "lumen", New: c(9), Op: refs.OpCommit}); !errors.Is(err, refs.ErrConflict) {
+		t.Fatalf("creating an existing agent: %v, want conflict", err)
+	}
+	if _, err := r.Move(ctx, refs.Move{Agent: "lumen", Old: c(5), New: c(2), Op: refs.OpCommit}); !errors.Is(err, refs.ErrConflict) {
+		t.Fatalf("stale CAS: %v, want conflict", err)
+	}
+	e, err := r.Move(ctx, refs.Move{Agent: "lumen", Old: c(1), New: c(2), Op: refs.OpCommit, Task: "t1"})
+	if err != nil || e.Seq != 2 {
+		t.Fatalf("Move = %+v, %v", e, err)
+	}
+	h, _ := r.Head(ctx, "lumen")
+	if h.Commit != c(2) || h.Seq != 2 {
+		t.Fatalf("head %+v", h)
+	}
+	if _, err := r.Head(ctx, "nobody"); !errors.Is(err, refs.ErrNoAgent) {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", "a b", "../x", "a@b", "-x", "x:y"} {
+		if _, err := r.Move(ctx, refs.Move{Agent: bad, New: c(1)}); !errors.Is(err, refs.ErrBadAgent) {
+			t.Errorf("agent %q: %v", bad, err)
+		}
+	}
+	if p := r.Verify(ctx, "lumen"); len(p) != 0 {
+		t.Fatal(p)
+	}
+}
+
+func TestConcurrentCASOneWins(t *testing.T) {
+	ctx := context.Background()
+	_, r := open(t)
+	r.Move(ctx, refs.Move{Agent: "a", New: c(0), Op: refs.OpCommit})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for i := 1; i <= 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := r.Move(ctx, refs.Move{Agent: "a", Old: c(0), New: c(i), Op: refs.OpCommit})
+			if err == nil {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			} else if !errors.Is(err, refs.ErrConflict) {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Fatalf("%d compare-and-swaps from the same HEAD succeeded, want 1", wins)
+	}
+	if p := r.Verify(ctx, "a"); len(p) != 0 {
+		t.Fatal(p)
+	}
+}
+
+func TestVerifyDetectsEdit(t *testing.T) {
+	ctx := context.Background()
+	s, r := open(t)
+	prev := objects.CID{}
+	for i := 1; i <= 5; i++ {
+		if _, err := r.Move(ctx, refs.Move{Agent: "a", Old: prev, New: c(i), Op: refs.OpCommit}); err != nil {
+			t.Fatal(err)
+		}
+		prev = c(i)
+	}
+	// Edit entry 3's task field behind the store's back.
+	key := append(append([]byte{store.NSOp}, "a"...), 0, 0, 0, 0, 0, 0, 0, 0, 3)
+	err := s.DB().Update(func(txn *badger.Txn) error {
+		it, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		v, _ := it.ValueCopy(nil)
+		v = []byte(string(v[:len(v)-1]) + `,"task":"forged"}`)
+		return txn.Set(key, v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Verify(ctx, "a")
+	if len(p) == 0 || !errors.Is(p[0], refs.ErrBrokenLog) {
+		t.Fatalf("edited entry not detected: %v", p)
+	}
+}
+
+func TestUndoRedo(t *testing.T) {
+	var log []refs.Entry
+	add := func(op refs.Op, old, new objects.CID, target uint64) {
+		log = append(log, refs.Entry{Seq: uint64(len(log) + 1), Op: op, Old: old, New: new, Target: target})
+	}
+	add(refs.OpCommit, objects.CID{}, c(1), 0)
+	add(refs.OpCommit, c(1), c(2), 0)
+	add(refs.OpCommit, c(2), c(3), 0)
+	e, err := refs.UndoTarget(log, false)
+	if err != nil || e.Seq != 3 {
+		t.Fatalf("first undo target %v %v", e, err)
+	}
+	add(refs.OpUndo, c(3), c(2), 3)
+	if e, _ = refs.UndoTarget(log, false); e.Seq != 2 {
+		t.Fatalf("second undo should step further back, got %d", e.Seq)
+	}
+	add(refs.OpUndo, c(2), c(1), 2)
+	if _, err := refs.UndoTarget(log, false); !errors.Is(err, refs.ErrNothingUndo) {
+		t.Fatalf("undo past the first operation: %v", err)
+	}
+	if e, _ = refs.UndoTarget(log, true); e.Seq != 2 {
+		t.Fatalf("redo target %d, want 2", e.Seq)
+	}
+	add(refs.OpRedo, c(1), c(2), 2)
+	if e, _ = refs.UndoTarget(log, true); e.Seq != 3 {
+		t.Fatalf("second redo target %d, want 3", e.Seq)
+	}
+	add(refs.OpCommit, c(2), c(4), 0)
+	if _, err := refs.UndoTarget(log, true); !errors.Is(err, refs.ErrNothingRedo) {
+		t.Fatalf("redo after a new commit: %v", err)
+	}
+	if e, _ = refs.UndoTarget(log, false); e.Seq != 7 {
+		t.Fatalf("undo target %d, want 7", e.Seq)
+	}
+}
