@@ -166,9 +166,9 @@ func LoadKeyFile(ctx context.Context, path string) (Key, error) {
 
 // KDFParams are argon2id parameters.
 type KDFParams struct {
-	Time      uint32 // passes over memory, 1..MaxKDFTime
-	MemoryKiB uint32 // memory in KiB, 8*Threads..MaxKDFMemoryKiB
-	Threads   uint8  // lanes, 1..255
+	Time      uint32 `json:"time"`      // passes over memory, 1..MaxKDFTime
+	MemoryKiB uint32 `json:"memoryKiB"` // memory in KiB, 8*Threads..MaxKDFMemoryKiB
+	Threads   uint8  `json:"threads"`   // lanes, 1..255
 }
 
 // Bounds on KDF parameters that any header may carry.
