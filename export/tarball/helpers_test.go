@@ -110,11 +110,28 @@ func build(t testing.TB, entries ...tarEntry) []byte {
 		if h.Typeflag == tar.TypeReg || h.Typeflag == 0 {
 			h.Size = int64(len(e.content))
 		}
-		if h.Mode == 0 {
+		if h.Mode == 0 && h.Typeflag != tar.TypeXGlobalHeader {
 			h.Mode = 0o644
 		}
+		// archive/tar refuses a regular file named with a trailing '/':
+		// write another name and patch the header afterwards.
+		patch := h.Typeflag == tar.TypeReg && strings.HasSuffix(h.Name, "/")
+		want := h.Name
+		if patch {
+			h.Name = strings.TrimSuffix(h.Name, "/") + "_"
+			h.Format = tar.FormatUSTAR
+		}
+		if err := tw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		at := buf.Len()
 		if err := tw.WriteHeader(&h); err != nil {
 			t.Fatalf("archive/tar header %q: %v", h.Name, err)
+		}
+		if patch {
+			hdr := buf.Bytes()[at : at+blockSize]
+			copy(hdr, want)
+			fixChecksum(hdr)
 		}
 		if _, err := io.WriteString(tw, e.content); err != nil {
 			t.Fatal(err)

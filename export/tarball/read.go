@@ -71,11 +71,8 @@ func Read(ctx context.Context, r io.Reader, fn func(path string, size int64, con
 			err = nil // GODEBUG=tarinsecurepath=0; normalise checks names itself
 		}
 		if err == io.EOF {
-			if end >= 0 && cr.n-end < blockSize {
-				if cr.n == 0 {
-					return rep, fmt.Errorf("%w: empty input (an empty archive is two zero blocks)", ErrTruncated)
-				}
-				return rep, fmt.Errorf("%w: ends after entry %d without the end-of-archive marker", ErrTruncated, i-1)
+			if err := cr.checkEnd(end); err != nil {
+				return rep, err
 			}
 			return rep, nil
 		}
@@ -234,15 +231,44 @@ func archiveError(i int, err error) error {
 	return fmt.Errorf("tarball: reading entry %d: %w", i, err)
 }
 
+// countReader counts the bytes archive/tar consumes and remembers where the
+// last non-zero byte was, so that Read can tell a real end-of-archive
+// marker from an archive cut short (archive/tar reports both as io.EOF).
 type countReader struct {
-	r io.Reader
-	n int64
+	r           io.Reader
+	n           int64
+	lastNonZero int64 // offset just after the last non-zero byte read
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
+	for i := n - 1; i >= 0; i-- {
+		if p[i] != 0 {
+			c.lastNonZero = c.n + int64(i) + 1
+			break
+		}
+	}
 	c.n += int64(n)
 	return n, err
+}
+
+// checkEnd is called when archive/tar reports the end of the archive. The
+// bytes consumed must end with at least one whole zero block that starts
+// after the last entry's content (end, -1 if unknown) and after the block
+// holding the last non-zero byte (which covers headers and PAX or GNU
+// records that archive/tar consumed without returning an entry).
+func (c *countReader) checkEnd(end int64) error {
+	zeros := c.lastNonZero + padding(c.lastNonZero)
+	if end > zeros {
+		zeros = end
+	}
+	if c.n-zeros >= blockSize {
+		return nil
+	}
+	if c.n == 0 {
+		return fmt.Errorf("%w: empty input (an empty archive is two zero blocks)", ErrTruncated)
+	}
+	return fmt.Errorf("%w: ends at byte %d without the end-of-archive marker", ErrTruncated, c.n)
 }
 
 // entryReader is the content reader handed to fn.
