@@ -96,11 +96,12 @@ type Request struct {
 	Method string
 	Path   string
 	Query  string
-	// Status is the status answered, 0 if the connection was dropped.
+	// Status is the status answered: 0 while the request is being answered
+	// and when the connection was dropped.
 	Status int
 	// Fault is the injected fault, 0 if none.
 	Fault FaultKind
-	// BodySize is the number of body bytes read.
+	// BodySize is the number of body bytes read (once answered).
 	BodySize int64
 }
 
@@ -202,6 +203,13 @@ func (s *Server) Inject(f Fault) {
 // FailNext makes the next n requests of any method fail as kind.
 func (s *Server) FailNext(n int, kind FaultKind) { s.Inject(Fault{Kind: kind, Count: n}) }
 
+// ClearFaults drops every queued fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
 // PendingFaults returns how many injected failures have not fired yet.
 func (s *Server) PendingFaults() int {
 	s.mu.Lock()
@@ -299,10 +307,19 @@ func (s *Server) takeFault(method string) (Fault, bool) {
 	return Fault{}, false
 }
 
-func (s *Server) record(r *http.Request, status int, fault FaultKind, bodySize int64) {
+// record notes a request as it arrives and returns a function that fills
+// in its outcome (so requests are counted even before they are answered).
+func (s *Server) record(r *http.Request, fault FaultKind) func(status int, bodySize int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: status, Fault: fault, BodySize: bodySize})
+	i := len(s.requests)
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Fault: fault})
+	return func(status int, bodySize int64) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.requests[i].Status = status
+		s.requests[i].BodySize = bodySize
+	}
 }
 
 // statusWriter remembers the status written.
@@ -340,8 +357,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if faulted {
 		fk = fault.Kind
 	}
+	done := s.record(r, fk)
 	defer func() {
-		s.record(r, sw.status, fk, body.n)
+		done(sw.status, body.n)
 	}()
 	if faulted {
 		switch fault.Kind {
