@@ -97,6 +97,9 @@ func LoadTree(ctx context.Context, bs BlockStore, root CID) (*Tree, error) {
 	if root.IsZero() || root.Codec() != CodecDagCBOR {
 		return nil, fmt.Errorf("%w: tree root %q is not a dag-cbor CID", ErrBadObject, root)
 	}
+	if root == EmptyTreeCID {
+		return NewTree(bs), nil // known bytes: no need to have stored them
+	}
 	t := &Tree{bs: bs, root: &node{cid: root, layer: -1}}
 	if err := t.load(ctx, t.root); err != nil {
 		return nil, err

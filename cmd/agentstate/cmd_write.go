@@ -1,0 +1,316 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentstate/agentstate/export"
+	"github.com/agentstate/agentstate/internal/repo"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+	"github.com/urfave/cli/v2"
+)
+
+func (e *env) cmdInit(c *cli.Context) error {
+	if err := nargs(c, 0, 0); err != nil {
+		return err
+	}
+	dir := e.storeFlag
+	if dir == "" {
+		dir = repo.DirName
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(abs, "MANIFEST")); err == nil {
+		return fmt.Errorf("a store already exists at %s", abs)
+	}
+	r, err := repo.Init(abs, repo.Options{})
+	if err != nil {
+		return err
+	}
+	if err := r.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Initialized empty agentstate store in %s\n", abs)
+	return nil
+}
+
+func parseMeta(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--meta %q: want KEY=VALUE", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func (e *env) cmdCommit(c *cli.Context) error {
+	if err := nargs(c, 1, 1); err != nil {
+		return err
+	}
+	meta, err := parseMeta(c.StringSlice("meta"))
+	if err != nil {
+		return err
+	}
+	dir := c.Args().First()
+	return e.withRepo(func(r *repo.Repo) error {
+		files, skipped, err := export.Scan(e.ctx, dir)
+		if err != nil {
+			return err
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(e.stderr, "agentstate: skipped %s: %s\n", s.Path, s.Reason)
+		}
+		values, err := export.ReadValues(e.ctx, files)
+		if err != nil {
+			return err
+		}
+		tree, err := export.BuildTree(e.ctx, r.Blocks, files, values)
+		if err != nil {
+			return err
+		}
+		return e.finishCommit(r, repo.CommitRequest{Agent: e.agent, Tree: tree, Message: c.String("message"),
+			Metadata: meta, AllowEmpty: c.Bool("allow-empty")})
+	})
+}
+
+// finishCommit records a commit and prints its CID, or says nothing changed.
+func (e *env) finishCommit(r *repo.Repo, req repo.CommitRequest) error {
+	id, _, err := r.CommitTree(e.ctx, req)
+	if errors.Is(err, repo.ErrNoChange) {
+		fmt.Fprintf(e.stderr, "nothing changed; HEAD of %s stays at %s\n", req.Agent, id.Short())
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, id)
+	return nil
+}
+
+// editHead applies one edit to the agent's HEAD tree (or an empty tree for a
+// new agent) and commits it.
+func (e *env) editHead(r *repo.Repo, msg string, edit func(t *objects.Tree) (bool, error)) error {
+	head, hc, err := r.HeadCommit(e.ctx, e.agent)
+	if err != nil {
+		return err
+	}
+	var t *objects.Tree
+	if hc == nil {
+		t = objects.NewTree(r.Blocks)
+	} else if t, err = objects.LoadTree(e.ctx, r.Blocks, hc.Tree); err != nil {
+		return err
+	}
+	changed, err := edit(t)
+	if err != nil {
+		return err
+	}
+	if !changed && hc != nil {
+		fmt.Fprintf(e.stderr, "nothing changed; HEAD of %s stays at %s\n", e.agent, head.Short())
+		return nil
+	}
+	root, err := t.Commit(e.ctx)
+	if err != nil {
+		return err
+	}
+	return e.finishCommit(r, repo.CommitRequest{Agent: e.agent, Tree: root, Message: msg, Parent: head, Fresh: head.IsZero(), AllowEmpty: true})
+}
+
+func (e *env) cmdPut(c *cli.Context) error {
+	if err := nargs(c, 1, 2); err != nil {
+		return err
+	}
+	key := c.Args().Get(0)
+	if err := objects.ValidateKey(key); err != nil {
+		return err
+	}
+	src := c.Args().Get(1)
+	var data []byte
+	var err error
+	if src == "" || src == "-" {
+		data, err = io.ReadAll(e.stdin)
+	} else {
+		var fi os.FileInfo
+		if fi, err = os.Lstat(src); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", src)
+		}
+		if err == nil {
+			data, err = os.ReadFile(src)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("reading value: %w", err)
+	}
+	msg := c.String("message")
+	if msg == "" {
+		msg = "put " + key
+	}
+	return e.withRepo(func(r *repo.Repo) error {
+		v := objects.NewValue(data)
+		if err := r.Blocks.Put(e.ctx, v); err != nil {
+			return err
+		}
+		return e.editHead(r, msg, func(t *objects.Tree) (bool, error) { return t.Put(e.ctx, key, v.CID) })
+	})
+}
+
+func (e *env) cmdRm(c *cli.Context) error {
+	if err := nargs(c, 1, 1); err != nil {
+		return err
+	}
+	key := c.Args().First()
+	if err := objects.ValidateKey(key); err != nil {
+		return err
+	}
+	msg := c.String("message")
+	if msg == "" {
+		msg = "rm " + key
+	}
+	return e.withRepo(func(r *repo.Repo) error {
+		if _, err := r.Refs.Head(e.ctx, e.agent); err != nil {
+			return err
+		}
+		return e.editHead(r, msg, func(t *objects.Tree) (bool, error) {
+			ok, err := t.Delete(e.ctx, key)
+			if err == nil && !ok {
+				return false, fmt.Errorf("key %q is not in HEAD of %s", key, e.agent)
+			}
+			return ok, err
+		})
+	})
+}
+
+func (e *env) cmdReset(c *cli.Context) error {
+	if err := nargs(c, 1, 1); err != nil {
+		return err
+	}
+	return e.withRepo(func(r *repo.Repo) error {
+		h, err := r.Refs.Head(e.ctx, e.agent)
+		if err != nil {
+			return err
+		}
+		target, err := r.Resolve(e.ctx, e.agent, c.Args().First())
+		if err != nil {
+			return err
+		}
+		if target == h.Commit {
+			fmt.Fprintf(e.stderr, "HEAD of %s is already at %s\n", e.agent, target.Short())
+			return nil
+		}
+		if _, err := r.Refs.Move(e.ctx, refs.Move{Agent: e.agent, Old: h.Commit, New: target, Op: refs.OpReset, Time: r.Now()}); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "HEAD of %s is now at %s\n", e.agent, target.Short())
+		return nil
+	})
+}
+
+func (e *env) undoRedo(redo bool) error {
+	return e.withRepo(func(r *repo.Repo) error {
+		entries, err := r.Refs.Entries(e.ctx, e.agent)
+		if err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			_, err := r.Refs.Head(e.ctx, e.agent)
+			return err
+		}
+		target, err := refs.UndoTarget(entries, redo)
+		if err != nil {
+			return fmt.Errorf("%w (agent %s)", err, e.agent)
+		}
+		last := entries[len(entries)-1]
+		m := refs.Move{Agent: e.agent, Old: last.New, Op: refs.OpUndo, Time: r.Now(), Target: target.Seq, New: target.Old}
+		verb := "undid"
+		if redo {
+			m.Op, m.New, verb = refs.OpRedo, target.New, "redid"
+		}
+		if _, err := r.Refs.Move(e.ctx, m); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%s operation %d (%s); HEAD of %s is now at %s\n", verb, target.Seq, target.Op, e.agent, m.New.Short())
+		return nil
+	})
+}
+
+func (e *env) cmdUndo(c *cli.Context) error {
+	if err := nargs(c, 0, 0); err != nil {
+		return err
+	}
+	return e.undoRedo(false)
+}
+
+func (e *env) cmdRedo(c *cli.Context) error {
+	if err := nargs(c, 0, 0); err != nil {
+		return err
+	}
+	return e.undoRedo(true)
+}
+
+func (e *env) cmdFork(c *cli.Context) error {
+	if err := nargs(c, 1, 1); err != nil {
+		return err
+	}
+	name := c.Args().First()
+	if err := refs.ValidateAgent(name); err != nil {
+		return err
+	}
+	return e.withRepo(func(r *repo.Repo) error {
+		from, err := r.Resolve(e.ctx, e.agent, c.String("from"))
+		if err != nil {
+			return err
+		}
+		if ok, err := r.Refs.Exists(e.ctx, name); err != nil {
+			return err
+		} else if ok {
+			return fmt.Errorf("%w: %q (pick another name)", refs.ErrAgentExists, name)
+		}
+		_, err = r.Refs.Move(e.ctx, refs.Move{Agent: name, New: from, Op: refs.OpFork, Time: r.Now(), Note: "fork of " + e.agent})
+		if errors.Is(err, refs.ErrConflict) {
+			return fmt.Errorf("%w: %q", refs.ErrAgentExists, name)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "forked %s at %s into %s\n", e.agent, from.Short(), name)
+		return nil
+	})
+}
+
+func (e *env) cmdCheckout(c *cli.Context) error {
+	if err := nargs(c, 2, 2); err != nil {
+		return err
+	}
+	return e.withRepo(func(r *repo.Repo) error {
+		id, err := r.Resolve(e.ctx, e.agent, c.Args().Get(0))
+		if err != nil {
+			return err
+		}
+		cm, err := r.Commit(e.ctx, id)
+		if err != nil {
+			return err
+		}
+		dir := c.Args().Get(1)
+		if abs, _ := filepath.Abs(dir); abs == r.Dir || strings.HasPrefix(abs, r.Dir+string(filepath.Separator)) {
+			return fmt.Errorf("refusing to check out into %s: it is inside the store", dir)
+		}
+		rep, err := export.Checkout(e.ctx, r.Blocks, cm.Tree, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "checked out %s into %s: %d written, %d unchanged, %d removed\n", id.Short(), dir, rep.Written, rep.Unchanged, rep.Removed)
+		return nil
+	})
+}

@@ -1,0 +1,372 @@
+package export
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agentstate/agentstate/objects"
+)
+
+// StoreDirName is never part of a brain: a store inside a brain directory is
+// skipped by scans and left alone by checkouts.
+const StoreDirName = ".agentstate"
+
+var (
+	ErrNotDir   = errors.New("export: not a directory")
+	ErrEscapes  = errors.New("export: path escapes the target directory")
+	ErrBadEntry = errors.New("export: unsupported file in brain directory")
+)
+
+// Skipped is a path left out of a scan.
+type Skipped struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// ScannedFile is one regular file of a brain directory.
+type ScannedFile struct {
+	Key  string
+	Path string // on disk
+	Size int64
+}
+
+// Scan lists the regular files under dir as keys in bytewise order. Symlinks,
+// devices, sockets and FIFOs are skipped and reported (never followed); a
+// file whose name is not a valid key is an error naming it.
+func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("export: brain directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, nil, fmt.Errorf("%w: %s", ErrNotDir, dir)
+	}
+	var files []ScannedFile
+	var skipped []Skipped
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("export: reading %s: %w", p, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		t := d.Type()
+		switch {
+		case t.IsDir():
+			if d.Name() == StoreDirName {
+				skipped = append(skipped, Skipped{key + "/", "agentstate store directory"})
+				return filepath.SkipDir
+			}
+			return nil
+		case t&fs.ModeSymlink != 0:
+			skipped = append(skipped, Skipped{key, "symbolic link (not followed)"})
+			return nil
+		case !t.IsRegular():
+			skipped = append(skipped, Skipped{key, "not a regular file (" + t.String() + ")"})
+			return nil
+		}
+		if err := objects.ValidateKey(key); err != nil {
+			return fmt.Errorf("export: %s: %w", p, err)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return fmt.Errorf("export: %s: %w", p, err)
+		}
+		files = append(files, ScannedFile{Key: key, Path: p, Size: info.Size()})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(files, func(a, b ScannedFile) int { return strings.Compare(a.Key, b.Key) })
+	return files, skipped, nil
+}
+
+// ReadValues reads and hashes files in parallel and returns their value
+// blocks, in the same order.
+func ReadValues(ctx context.Context, files []ScannedFile) ([]objects.Block, error) {
+	out := make([]objects.Block, len(files))
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	next := make(chan int)
+	workers := min(runtime.GOMAXPROCS(0)*2, 16)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				data, err := readRegular(files[i].Path)
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					continue
+				}
+				out[i] = objects.NewValue(data)
+			}
+		}()
+	}
+	for i := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return out, ctx.Err()
+}
+
+// readRegular reads a file without following a symlink swapped in since the scan.
+func readRegular(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return nil, fmt.Errorf("export: reading %s: %w", p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("export: reading %s: %w", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s changed into %s while being read", ErrBadEntry, p, fi.Mode().Type())
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("export: reading %s: %w", p, err)
+	}
+	return data, nil
+}
+
+// BuildTree stores the given values and a tree mapping keys to them and
+// returns the tree's root.
+func BuildTree(ctx context.Context, bs objects.BlockStore, files []ScannedFile, values []objects.Block) (objects.CID, error) {
+	if err := bs.Put(ctx, values...); err != nil {
+		return objects.CID{}, err
+	}
+	t := objects.NewTree(bs)
+	for i, f := range files {
+		if _, err := t.Put(ctx, f.Key, values[i].CID); err != nil {
+			return objects.CID{}, err
+		}
+	}
+	return t.Commit(ctx)
+}
+
+// CheckoutReport says what a checkout changed.
+type CheckoutReport struct {
+	Written, Unchanged, Removed int
+}
+
+// Checkout makes dir hold exactly the files of tree: it creates dir if
+// needed, writes missing or different files (atomically, mode 0644), removes
+// files and directories the tree lacks (a store directory at the top is left
+// alone), and never writes through a symlink: a symlink where the tree needs
+// a directory or file is removed first.
+func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir string) (CheckoutReport, error) {
+	var rep CheckoutReport
+	t, err := objects.LoadTree(ctx, bs, tree)
+	if err != nil {
+		return rep, err
+	}
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		return rep, fmt.Errorf("%w: %s exists and is not a directory", ErrNotDir, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return rep, fmt.Errorf("export: creating %s: %w", dir, err)
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return rep, err
+	}
+	want := map[string]bool{}
+	wantDirs := map[string]bool{}
+	for e, err := range t.Entries(ctx, "") {
+		if err != nil {
+			return rep, err
+		}
+		if err := objects.ValidateKey(e.Key); err != nil {
+			return rep, err
+		}
+		want[e.Key] = true
+		for d := filepath.Dir(e.Key); d != "."; d = filepath.Dir(d) {
+			wantDirs[d] = true
+		}
+		dst := filepath.Join(root, filepath.FromSlash(e.Key))
+		if !strings.HasPrefix(dst, root+string(filepath.Separator)) {
+			return rep, fmt.Errorf("%w: key %q", ErrEscapes, e.Key)
+		}
+		if err := ensureDirs(root, filepath.Dir(e.Key)); err != nil {
+			return rep, err
+		}
+		same, err := sameContent(dst, e.Value)
+		if err != nil {
+			return rep, err
+		}
+		if same {
+			rep.Unchanged++
+			continue
+		}
+		data, err := objects.ReadValue(ctx, bs, e.Value)
+		if err != nil {
+			return rep, fmt.Errorf("export: value of %q: %w", e.Key, err)
+		}
+		if err := writeAtomic(dst, data); err != nil {
+			return rep, err
+		}
+		rep.Written++
+	}
+	// Remove what the tree lacks, deepest first.
+	var extra []string
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		key := filepath.ToSlash(rel)
+		if d.IsDir() {
+			if d.Name() == StoreDirName {
+				return filepath.SkipDir
+			}
+			if !wantDirs[key] {
+				extra = append(extra, p)
+			}
+			return nil
+		}
+		if !want[key] {
+			extra = append(extra, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("export: scanning %s: %w", dir, err)
+	}
+	slices.Reverse(extra)
+	for _, p := range extra {
+		if err := os.RemoveAll(p); err != nil {
+			return rep, fmt.Errorf("export: removing %s: %w", p, err)
+		}
+		rep.Removed++
+	}
+	return rep, nil
+}
+
+// ensureDirs makes every directory of rel under root a real directory,
+// replacing a symlink or file in the way.
+func ensureDirs(root, rel string) error {
+	if rel == "." {
+		return nil
+	}
+	cur := root
+	for _, seg := range strings.Split(filepath.ToSlash(rel), "/") {
+		cur = filepath.Join(cur, seg)
+		fi, err := os.Lstat(cur)
+		switch {
+		case err == nil && fi.IsDir():
+			continue
+		case err == nil:
+			if err := os.Remove(cur); err != nil {
+				return fmt.Errorf("export: replacing %s with a directory: %w", cur, err)
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		if err := os.Mkdir(cur, 0o755); err != nil {
+			return fmt.Errorf("export: creating %s: %w", cur, err)
+		}
+	}
+	return nil
+}
+
+// sameContent reports whether p is a regular file holding exactly v's content.
+func sameContent(p string, v objects.CID) (bool, error) {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			if err := os.RemoveAll(p); err != nil {
+				return false, fmt.Errorf("export: replacing directory %s with a file: %w", p, err)
+			}
+		}
+		return false, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return false, err
+	}
+	d := v.Digest()
+	return bytes.Equal(h.Sum(nil), d[:]), nil
+}
+
+func writeAtomic(dst string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(dst), ".agentstate-tmp-*")
+	if err != nil {
+		return fmt.Errorf("export: writing %s: %w", dst, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst) // replaces a symlink itself, never its target
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("export: writing %s: %w", dst, err)
+	}
+	return nil
+}
+
+// FileSHA256 streams a regular file (not following symlinks) through sha256.
+func FileSHA256(p string) ([32]byte, error) {
+	var sum [32]byte
+	f, err := os.OpenFile(p, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return sum, fmt.Errorf("export: reading %s: %w", p, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, fmt.Errorf("export: reading %s: %w", p, err)
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package export
+
+const oNoFollow = 0

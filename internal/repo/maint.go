@@ -1,0 +1,130 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/objects"
+)
+
+// Roots returns every commit a HEAD or an operation-log entry names: what
+// gc keeps and verify checks.
+func (r *Repo) Roots(ctx context.Context) ([]objects.CID, error) {
+	heads, err := r.Refs.Agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[objects.CID]bool{}
+	var out []objects.CID
+	add := func(c objects.CID) {
+		if !c.IsZero() && !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, h := range heads {
+		add(h.Commit)
+		for e, err := range r.Refs.Log(ctx, h.Agent) {
+			if err != nil {
+				return nil, err
+			}
+			add(e.Old)
+			add(e.New)
+		}
+	}
+	return out, nil
+}
+
+// VerifyReport is the outcome of Verify.
+type VerifyReport struct {
+	Agents   int
+	Commits  int
+	Blocks   int
+	Problems []string
+}
+
+// Verify re-hashes every block reachable from every HEAD and operation-log
+// entry, decodes every commit and tree node, and checks every operation-log
+// chain.
+func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
+	var rep VerifyReport
+	heads, err := r.Refs.Agents(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Agents = len(heads)
+	for _, h := range heads {
+		for _, p := range r.Refs.Verify(ctx, h.Agent) {
+			rep.Problems = append(rep.Problems, p.Error())
+		}
+	}
+	roots, err := r.Roots(ctx)
+	if err != nil {
+		return rep, err
+	}
+	reach, problems, err := dag.Walk(ctx, r.Blocks, roots, true)
+	if err != nil {
+		return rep, err
+	}
+	for c := range reach {
+		if c.Codec() == objects.CodecDagCBOR {
+			if _, err := dag.ReadCommit(ctx, r.Blocks, c); err == nil {
+				rep.Commits++
+			}
+		}
+	}
+	rep.Blocks = len(reach)
+	for _, p := range problems {
+		rep.Problems = append(rep.Problems, p.Error())
+	}
+	return rep, nil
+}
+
+// GCReport says what gc freed.
+type GCReport struct {
+	Kept, Deleted int
+	BytesFreed    int64
+}
+
+// GC deletes every block that no HEAD and no operation-log entry reaches. It
+// refuses to run when the reachable graph has missing or corrupt blocks
+// (verify first), since it could not tell what those would have reached.
+func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
+	var rep GCReport
+	roots, err := r.Roots(ctx)
+	if err != nil {
+		return rep, err
+	}
+	reach, problems, err := dag.Walk(ctx, r.Blocks, roots, false)
+	if err != nil {
+		return rep, err
+	}
+	if len(problems) > 0 {
+		return rep, fmt.Errorf("gc: the store has %d missing or corrupt reachable block(s), e.g. %v; run 'agentstate verify' (nothing was deleted)", len(problems), problems[0])
+	}
+	var dead []objects.CID
+	for c, err := range r.Store.AllCIDs(ctx) {
+		if err != nil {
+			return rep, err
+		}
+		if _, ok := reach[c]; ok {
+			rep.Kept++
+			continue
+		}
+		dead = append(dead, c)
+	}
+	for _, c := range dead {
+		if data, err := r.Blocks.Get(ctx, c); err == nil {
+			rep.BytesFreed += int64(len(data))
+		}
+	}
+	rep.Deleted = len(dead)
+	if dryRun || len(dead) == 0 {
+		return rep, nil
+	}
+	if err := r.Store.Delete(ctx, dead...); err != nil {
+		return rep, fmt.Errorf("gc: deleting: %w", err)
+	}
+	return rep, nil
+}

@@ -1,0 +1,242 @@
+// Package repo ties a store's parts together for the CLI and the runtime: the
+// block store, the refs, revision resolution, commits that move HEAD, the
+// bundle-hash cache, verify and gc.
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+)
+
+// DirName is the store directory 'agentstate init' creates.
+const DirName = ".agentstate"
+
+var ErrNoStore = errors.New("no agentstate store found")
+
+// Repo is an open store.
+type Repo struct {
+	Dir    string
+	Store  *store.Store
+	Refs   *refs.Refs
+	Blocks objects.BlockStore
+	// Now returns the commit time; it honours SOURCE_DATE_EPOCH.
+	Now func() int64
+}
+
+// Options open a repo.
+type Options = store.Options
+
+// Init creates a store in dir.
+func Init(dir string, opts Options) (*Repo, error) {
+	s, err := store.Create(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(dir, s), nil
+}
+
+// Open opens the store in dir.
+func Open(dir string, opts Options) (*Repo, error) {
+	s, err := store.Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(dir, s), nil
+}
+
+func wrap(dir string, s *store.Store) *Repo {
+	return &Repo{Dir: dir, Store: s, Refs: refs.New(s), Blocks: s, Now: Now}
+}
+
+// Close closes the store.
+func (r *Repo) Close() error { return r.Store.Close() }
+
+// Now returns SOURCE_DATE_EPOCH if set and valid, else the current time.
+func Now() int64 {
+	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return time.Now().Unix()
+}
+
+// Find locates a store: explicit (flag or environment) if given, else the
+// nearest DirName walking up from start.
+func Find(explicit, start string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", err
+	}
+	for {
+		cand := filepath.Join(dir, DirName)
+		if fi, err := os.Stat(cand); err == nil && fi.IsDir() {
+			return cand, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%w in %s or any parent directory (run 'agentstate init', or pass --store DIR / set AGENTSTATE_STORE)", ErrNoStore, start)
+		}
+		dir = parent
+	}
+}
+
+// Resolver returns the revision resolver of this store.
+func (r *Repo) Resolver() *dag.Resolver {
+	return &dag.Resolver{
+		Blocks: r.Blocks,
+		Head: func(ctx context.Context, agent string) (objects.CID, error) {
+			h, err := r.Refs.Head(ctx, agent)
+			return h.Commit, err
+		},
+		WithPrefix: r.Store.CIDsWithPrefix,
+	}
+}
+
+// Resolve resolves a revision for agent.
+func (r *Repo) Resolve(ctx context.Context, agent, rev string) (objects.CID, error) {
+	return r.Resolver().Resolve(ctx, agent, rev)
+}
+
+// Commit reads a commit.
+func (r *Repo) Commit(ctx context.Context, c objects.CID) (*objects.Commit, error) {
+	return dag.ReadCommit(ctx, r.Blocks, c)
+}
+
+// HeadCommit returns an agent's HEAD CID and commit, or zero values (and no
+// error) for an agent that does not exist yet.
+func (r *Repo) HeadCommit(ctx context.Context, agent string) (objects.CID, *objects.Commit, error) {
+	h, err := r.Refs.Head(ctx, agent)
+	if errors.Is(err, refs.ErrNoAgent) {
+		return objects.CID{}, nil, nil
+	}
+	if err != nil {
+		return objects.CID{}, nil, err
+	}
+	c, err := r.Commit(ctx, h.Commit)
+	return h.Commit, c, err
+}
+
+// WriteCommit stores a commit and returns its CID.
+func (r *Repo) WriteCommit(ctx context.Context, c *objects.Commit) (objects.CID, error) {
+	b, err := c.Block()
+	if err != nil {
+		return objects.CID{}, err
+	}
+	if err := r.Blocks.Put(ctx, b); err != nil {
+		return objects.CID{}, err
+	}
+	return b.CID, nil
+}
+
+// CommitRequest asks for a new commit on top of an agent's HEAD.
+type CommitRequest struct {
+	Agent    string
+	Tree     objects.CID
+	Message  string
+	Metadata map[string]string
+	Op       refs.Op // default OpCommit
+	Task     string
+	// Parent is the HEAD the caller started from; HEAD must still be there.
+	// Zero with Fresh=false means "whatever HEAD is now".
+	Parent objects.CID
+	Fresh  bool // the agent must not exist yet
+	// AllowEmpty records a commit even when the tree equals the parent's.
+	AllowEmpty bool
+}
+
+// ErrNoChange reports a commit request whose tree equals HEAD's.
+var ErrNoChange = errors.New("nothing changed")
+
+// CommitTree writes a commit of req.Tree whose parent is the agent's HEAD
+// and moves HEAD to it by compare-and-swap.
+func (r *Repo) CommitTree(ctx context.Context, req CommitRequest) (objects.CID, refs.Entry, error) {
+	if err := refs.ValidateAgent(req.Agent); err != nil {
+		return objects.CID{}, refs.Entry{}, err
+	}
+	parent := req.Parent
+	if parent.IsZero() && !req.Fresh {
+		h, err := r.Refs.Head(ctx, req.Agent)
+		if err != nil && !errors.Is(err, refs.ErrNoAgent) {
+			return objects.CID{}, refs.Entry{}, err
+		}
+		parent = h.Commit
+	}
+	c := &objects.Commit{Tree: req.Tree, Time: r.Now(), Message: req.Message, Metadata: req.Metadata}
+	if !parent.IsZero() {
+		pc, err := r.Commit(ctx, parent)
+		if err != nil {
+			return objects.CID{}, refs.Entry{}, err
+		}
+		if pc.Tree == req.Tree && !req.AllowEmpty {
+			return parent, refs.Entry{}, ErrNoChange
+		}
+		c.Parents = []objects.CID{parent}
+		if c.Time < pc.Time {
+			c.Time = pc.Time // keep history monotonic when clocks disagree
+		}
+	}
+	id, err := r.WriteCommit(ctx, c)
+	if err != nil {
+		return objects.CID{}, refs.Entry{}, err
+	}
+	op := req.Op
+	if op == "" {
+		op = refs.OpCommit
+	}
+	e, err := r.Refs.Move(ctx, refs.Move{Agent: req.Agent, Old: parent, New: id, Op: op, Time: c.Time, Task: req.Task})
+	if err != nil {
+		return objects.CID{}, refs.Entry{}, err
+	}
+	return id, e, nil
+}
+
+// Tree loads the tree of a commit.
+func (r *Repo) Tree(ctx context.Context, commit objects.CID) (*objects.Tree, error) {
+	c, err := r.Commit(ctx, commit)
+	if err != nil {
+		return nil, err
+	}
+	return objects.LoadTree(ctx, r.Blocks, c.Tree)
+}
+
+// EmptyTree stores the empty tree node and returns its CID.
+func (r *Repo) EmptyTree(ctx context.Context) (objects.CID, error) {
+	return objects.NewTree(r.Blocks).Commit(ctx)
+}
+
+// BundleHash returns the bundle hash of a tree, cached per tree root.
+func (r *Repo) BundleHash(ctx context.Context, tree objects.CID) (objects.BundleHash, error) {
+	key := "bundle/" + string(tree.Bytes())
+	if v, ok, err := r.Store.GetMeta(key); err == nil && ok && len(v) == 32 {
+		return objects.BundleHash(v), nil
+	}
+	h, err := objects.TreeBundleHash(ctx, r.Blocks, tree)
+	if err != nil {
+		return h, err
+	}
+	_ = r.Store.SetMeta(key, h[:]) // a cache: failing to write it is harmless
+	return h, nil
+}
+
+// CommitBundleHash returns the bundle hash of a commit's tree.
+func (r *Repo) CommitBundleHash(ctx context.Context, commit objects.CID) (objects.BundleHash, error) {
+	c, err := r.Commit(ctx, commit)
+	if err != nil {
+		return objects.BundleHash{}, err
+	}
+	return r.BundleHash(ctx, c.Tree)
+}
