@@ -235,20 +235,17 @@ func clean(s string, max int) string {
 	s = strings.TrimSpace(s)
 	var b strings.Builder
 	for _, r := range s {
-		if b.Len() >= max {
+		switch {
+		case r == utf8.RuneError || unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t':
+			r = '?'
+		case r == '\n' || r == '\r' || r == '\t':
+			r = ' '
+		}
+		if b.Len()+utf8.RuneLen(r) > max {
 			b.WriteString("...")
 			break
 		}
-		switch {
-		case r == utf8.RuneError:
-			b.WriteRune('?')
-		case r == '\n' || r == '\r' || r == '\t':
-			b.WriteByte(' ')
-		case unicode.IsControl(r):
-			b.WriteRune('?')
-		default:
-			b.WriteRune(r)
-		}
+		b.WriteRune(r)
 	}
 	return b.String()
 }
