@@ -36,7 +36,8 @@ type Options struct {
 	// from the content hash, so equal plaintexts encrypt to unrelated blobs.
 	// In randomized mode Encrypt ignores contentHash.
 	Randomized bool
-	// Rand is the randomness for randomized mode; nil means crypto/rand.
+	// Rand is the randomness for randomized mode; nil means crypto/rand. A
+	// cipher used from several goroutines needs a Rand safe for concurrent use.
 	Rand io.Reader
 	// MaxKDFMemoryKiB bounds the argon2id memory Decrypt spends when a blob's
 	// header names passphrase parameters other than the cipher's own; 0 means
