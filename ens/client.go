@@ -70,13 +70,13 @@ func NewClient(backend Backend, registry common.Address) *Client {
 func Dial(ctx context.Context, rpcURL string, registry common.Address) (*Client, error) {
 	rc, err := rpc.DialContext(ctx, rpcURL)
 	if err != nil {
-		return nil, fmt.Errorf("ens: dial %s: %w: %w", redactURL(rpcURL), ErrRPC, err)
+		return nil, fmt.Errorf("ens: dial %s: %w", redactURL(rpcURL), rpcFail(err))
 	}
 	ec := ethclient.NewClient(rc)
 	id, err := ec.ChainID(ctx)
 	if err != nil {
 		ec.Close()
-		return nil, fmt.Errorf("ens: dial %s: eth_chainId: %w: %w", redactURL(rpcURL), ErrRPC, err)
+		return nil, fmt.Errorf("ens: dial %s: eth_chainId: %w", redactURL(rpcURL), rpcFail(err))
 	}
 	c := NewClient(ec, registry)
 	c.chainID = id
@@ -193,7 +193,7 @@ func (c *Client) call(ctx context.Context, name, what string, to common.Address,
 		if isRevert(err) {
 			return nil, &Error{Op: op, Name: name, Err: fmt.Errorf("%w: %v", ErrReverted, err)}
 		}
-		return nil, &Error{Op: op, Name: name, Err: fmt.Errorf("%w: %w", ErrRPC, err)}
+		return nil, &Error{Op: op, Name: name, Err: rpcFail(err)}
 	}
 	if len(out) == 0 {
 		// A call to an address without code succeeds with no data.
@@ -250,7 +250,7 @@ func (c *Client) SetText(ctx context.Context, name, key, value string, signer *e
 		if isRevert(err) {
 			return common.Hash{}, c.refused(ctx, name, n, from, res, common.Hash{}, err)
 		}
-		return common.Hash{}, &Error{Op: "estimate gas for " + op, Name: name, Err: fmt.Errorf("%w: %w", ErrRPC, err)}
+		return common.Hash{}, &Error{Op: "estimate gas for " + op, Name: name, Err: rpcFail(err)}
 	}
 	gas += gas / 5
 
@@ -271,7 +271,7 @@ func (c *Client) SetText(ctx context.Context, name, key, value string, signer *e
 // send builds, signs and submits one transaction.
 func (c *Client) send(ctx context.Context, name, op string, from, to common.Address, data []byte, gas uint64, signer *ecdsa.PrivateKey) (common.Hash, error) {
 	fail := func(step string, err error) (common.Hash, error) {
-		return common.Hash{}, &Error{Op: step + " for " + op, Name: name, Err: fmt.Errorf("%w: %w", ErrRPC, err)}
+		return common.Hash{}, &Error{Op: step + " for " + op, Name: name, Err: rpcFail(err)}
 	}
 	chainID, err := c.chain(ctx)
 	if err != nil {
@@ -364,7 +364,7 @@ func (c *Client) waitMined(ctx context.Context, hash common.Hash) (*types.Receip
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, fmt.Errorf("%w: %w", ErrRPC, err)
+			return nil, rpcFail(err)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -391,6 +391,23 @@ func isRevert(err error) bool {
 
 func opName(a abi.ABI, method, what string, to common.Address) string {
 	return a.Methods[method].Sig + " on " + what + " " + to.Hex()
+}
+
+// rpcError is a failed RPC call: it matches ErrRPC and wraps the transport
+// error, whose URL (if any) is redacted.
+type rpcError struct{ err error }
+
+func (e *rpcError) Error() string   { return "rpc call failed: " + e.err.Error() }
+func (e *rpcError) Unwrap() []error { return []error{ErrRPC, e.err} }
+
+// rpcFail wraps err as an rpcError. net/http reports the full endpoint URL,
+// which often carries an API key, so a *url.Error's URL is redacted first.
+func rpcFail(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redactURL(ue.URL)
+	}
+	return &rpcError{err: err}
 }
 
 // redactURL keeps the scheme and host of an endpoint and drops what often

@@ -47,7 +47,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("ens: %s %q: %s", e.Op, e.Name, strings.TrimPrefix(e.Err.Error(), "ens: "))
+	return fmt.Sprintf("ens: %q: %s: %s", e.Name, e.Op, strings.TrimPrefix(e.Err.Error(), "ens: "))
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -63,7 +63,7 @@ type UnauthorisedError struct {
 }
 
 func (e *UnauthorisedError) Error() string {
-	s := fmt.Sprintf("ens: setText %q: signer %s is not authorised by resolver %s (registry owner is %s)",
+	s := fmt.Sprintf("ens: %q: setText: signer %s is not authorised by resolver %s (registry owner is %s)",
 		e.Name, e.Signer.Hex(), e.Resolver.Hex(), e.Owner.Hex())
 	if e.Tx != (common.Hash{}) {
 		s += "; transaction " + e.Tx.Hex() + " reverted"

@@ -62,4 +62,3 @@ func ParseKey(text []byte) (*ecdsa.PrivateKey, error) {
 	}
 	return key, nil
 }
-
