@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -474,79 +473,6 @@ func TestCancelDuringBackoff(t *testing.T) {
 	_, err = c.Get(ctx, walrustest.BlobID(nil))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Get timed out during backoff: %v", err)
-	}
-}
-
-func TestServerRejectsBadRequests(t *testing.T) {
-	srv := walrustest.NewServer(t)
-	hc := srv.Client()
-	do := func(method, path, body string) (*http.Response, string) {
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
-	cases := []struct {
-		method, path string
-		status       int
-		reason       string
-	}{
-		{"PUT", "/v1/blobs", 400, "INVALID_ARGUMENT"},
-		{"PUT", "/v1/blobs?epochs=0", 400, "INVALID_ARGUMENT"},
-		{"PUT", "/v1/blobs?epochs=54", 400, "INVALID_ARGUMENT"},
-		{"PUT", "/v1/blobs?epochs=x", 400, "INVALID_ARGUMENT"},
-		{"PUT", "/v1/blobs?epochs=1&permanent=true&deletable=true", 400, "INVALID_ARGUMENT"},
-		{"PUT", "/v1/blobs?epochs=1&permanent=yes", 400, "INVALID_ARGUMENT"},
-		{"PUT", "/v1/blobs?epochs=1&send-object-to=0x1", 400, "INVALID_ARGUMENT"},
-		{"PUT", "/v1/blobs?epochs=1&send_object_to=bob", 400, "INVALID_ARGUMENT"},
-		{"PUT", "/v1/blobs?epochs=1&epochs=2", 400, "INVALID_ARGUMENT"},
-		{"POST", "/v1/blobs?epochs=1", 405, "METHOD_NOT_ALLOWED"},
-		{"GET", "/v1/blobs/not-an-id", 400, "INVALID_ARGUMENT"},
-		{"GET", "/v1/blobs/" + string(walrustest.BlobID(nil)), 404, "BLOB_NOT_FOUND"},
-		{"DELETE", "/v1/blobs/" + string(walrustest.BlobID(nil)), 405, "METHOD_NOT_ALLOWED"},
-		{"GET", "/v2/blobs", 404, "ROUTE_NOT_FOUND"},
-	}
-	for _, tc := range cases {
-		resp, body := do(tc.method, tc.path, "abc")
-		if resp.StatusCode != tc.status || !strings.Contains(body, `"reason":"`+tc.reason+`"`) || !strings.Contains(body, `"code":`) {
-			t.Errorf("%s %s: %d %s", tc.method, tc.path, resp.StatusCode, body)
-		}
-	}
-	if srv.NumBlobs() != 0 {
-		t.Fatal("a rejected request stored a blob")
-	}
-	// Range reads.
-	resp, _ := do("PUT", "/v1/blobs?epochs=1", "0123456789")
-	if resp.StatusCode != 200 {
-		t.Fatal(resp.Status)
-	}
-	id := string(walrustest.BlobID([]byte("0123456789")))
-	for rng, want := range map[string]string{"bytes=2-4": "234", "bytes=7-": "789", "bytes=-3": "789", "bytes=5-100": "56789", "bytes=0-0,5-6": "0123456789"} {
-		req, _ := http.NewRequest("GET", srv.URL+"/v1/blobs/"+id, nil)
-		req.Header.Set("Range", rng)
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if string(b) != want {
-			t.Errorf("Range %s: %d %q, want %q", rng, resp.StatusCode, b, want)
-		}
-	}
-	req, _ := http.NewRequest("GET", srv.URL+"/v1/blobs/"+id, nil)
-	req.Header.Set("Range", "bytes=10-")
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 416 {
-		t.Errorf("unsatisfiable range: %d", resp.StatusCode)
 	}
 }
 

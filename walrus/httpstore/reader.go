@@ -186,7 +186,7 @@ func (r *blobReader) request() error {
 	default:
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return decodeAPIError("read", resp.StatusCode, resp.Header, raw)
+		return fmt.Errorf("walrus/httpstore: read %s: %w", r.name, decodeAPIError("read", resp.StatusCode, resp.Header, raw))
 	}
 	r.body = resp.Body
 	return nil
