@@ -497,3 +497,21 @@ func BenchmarkPutGet1MiB(b *testing.B) {
 		rc.Close()
 	}
 }
+
+func TestCancelDuringUpload(t *testing.T) {
+	c, srv := newClient(t, nil, httpstore.WithPartSize(16<<10))
+	content := storetest.Content(6, 100<<10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := c.Put(ctx, bytes.NewReader(content), int64(len(content)), walrus.StoreOptions{Progress: func(done, total int64) {
+		if done >= 20<<10 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put cancelled mid-upload: %v", err)
+	}
+	if n := srv.CountRequests("PUT"); n > 2 {
+		t.Fatalf("%d PUTs after cancelling in the second part", n)
+	}
+}

@@ -1,7 +1,3 @@
-// Package storetest is the conformance suite every walrus.Store
-// implementation runs: round trips of empty, small and large blobs,
-// idempotent puts, typed errors for unknown and malformed ids, size
-// mismatches, invalid options and context cancellation.
 package storetest
 
 import (
