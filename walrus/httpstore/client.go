@@ -169,12 +169,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // backoff returns the wait before retry number n (1-based), honouring a
 // server's Retry-After when it asks for longer.
 func (c *Client) backoff(n int, retryAfter time.Duration) time.Duration {
-	d := c.maxBackoff
-	if n < 40 {
-		if e := c.baseBackoff << (n - 1); e > 0 && e < d {
-			d = e
-		}
+	d := c.baseBackoff
+	for i := 1; i < n && d < c.maxBackoff; i++ {
+		d *= 2
 	}
+	d = min(d, c.maxBackoff)
 	if d > 1 {
 		d = d/2 + rand.N(d/2+1)
 	}

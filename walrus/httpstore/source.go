@@ -72,10 +72,12 @@ func (c *Client) inPlace(ctx context.Context, rs readSeekerAt, size int64) (*sou
 
 func (c *Client) spool(ctx context.Context, r io.Reader, size int64) (*source, error) {
 	h := sha256.New()
-	in := io.TeeReader(&ctxReader{ctx: ctx, r: r}, h)
+	var from io.Reader = &ctxReader{ctx: ctx, r: r}
 	if size >= 0 {
-		in = io.TeeReader(io.LimitReader(&ctxReader{ctx: ctx, r: r}, size+1), h)
+		// One byte more than declared, to notice a reader that is too long.
+		from = io.LimitReader(from, size+1)
 	}
+	in := io.TeeReader(from, h)
 	// Small bodies stay in memory.
 	memCap := c.memSpool
 	if size >= 0 && size < memCap {

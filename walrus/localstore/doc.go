@@ -21,7 +21,8 @@
 //
 // Put writes to a temporary file, fsyncs it, renames it into place and fsyncs
 // the directory, so a crash leaves either the whole blob or nothing under its
-// name. Get re-hashes what it reads and reports a *walrus.CorruptError instead
+// name. Putting content that is already present reports AlreadyCertified and
+// replaces the file all the same, repairing one damaged since it was written. Get re-hashes what it reads and reports a *walrus.CorruptError instead
 // of io.EOF when the file no longer matches its name. Blobs never expire:
 // Stored.EndEpoch is 0, and Epochs, Permanent and SendObjectTo are validated
 // and otherwise ignored.

@@ -107,10 +107,9 @@ func (s *Store) Put(ctx context.Context, r io.Reader, size int64, opts walrus.St
 
 	final := s.path(digest)
 	if _, err := os.Stat(final); err == nil {
-		// Content addressing: an existing file under this name holds these
-		// bytes (Get verifies that on every read).
+		// The blob is already here. The fresh copy still replaces it below,
+		// which repairs a file that was damaged since it was written.
 		stored.AlreadyCertified = true
-		return stored, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return walrus.Stored{}, fmt.Errorf("localstore: put: %w", err)

@@ -88,6 +88,14 @@ func TestCorruptBlobDetected(t *testing.T) {
 	if err := s.Verify(context.Background(), stored.BlobID); !errors.Is(err, walrus.ErrCorrupt) {
 		t.Fatalf("Verify of a truncated blob: %v", err)
 	}
+	// Putting the content again repairs the blob.
+	again, err := s.Put(context.Background(), bytes.NewReader(content), int64(len(content)), walrus.StoreOptions{})
+	if err != nil || !again.AlreadyCertified || again.BlobID != stored.BlobID {
+		t.Fatalf("re-put: %+v %v", again, err)
+	}
+	if err := s.Verify(context.Background(), stored.BlobID); err != nil {
+		t.Fatalf("Verify after re-put: %v", err)
+	}
 }
 
 func TestFailedPutLeavesNothing(t *testing.T) {
