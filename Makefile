@@ -1,0 +1,50 @@
+# agentstate — build, test, benchmark, demo.
+GO       ?= go
+BIN      ?= bin/agentstate
+FUZZTIME ?= 10s
+PKGS     := ./...
+
+.PHONY: all build install test race test-deps bench fuzz demo vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/agentstate
+
+install:
+	$(GO) install ./cmd/agentstate
+
+# Everything the tests need that is not a Go module: the ENS contracts from npm.
+test-deps:
+	./scripts/ens-contracts.sh >/dev/null
+
+test: test-deps
+	$(GO) vet $(PKGS)
+	$(GO) test $(PKGS)
+
+race: test-deps
+	$(GO) test -race $(PKGS)
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./objects/... ./export/... ./walrus/...
+
+# Run every fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+# The tour: a brain committed, logged, diffed, checked out, forked, snapshotted and restored.
+demo: build
+	./scripts/tour.sh $(BIN)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -l -w .
+
+clean:
+	rm -rf bin .cache/tour

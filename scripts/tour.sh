@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The agentstate tour, on the embedded defaults (no network): a brain is
+# committed, logged, diffed, checked out, forked, snapshotted and restored.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="$(cd "$repo" && realpath "${1:-bin/agentstate}")"
+work="$repo/.cache/tour"
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+export NO_COLOR=1 AGENTSTATE_AGENT=lumen
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ agentstate %s\n' "$*"; "$bin" "$@"; }
+
+say "Create a store and commit the seed brain"
+cp -r "$repo/examples/brain" brain
+run init
+run commit -m "seed brain" brain
+
+say "The agent learns: a new skill, a memory update"
+cat > brain/skills/access-control.md <<'MD'
+---
+name: access-control
+description: Check who may call functions that move funds.
+---
+Look for missing onlyOwner / role checks on withdraw paths.
+MD
+printf '{"facts": ["withdraw() lacked a caller check in audit #7"]}\n' > brain/memory/facts.json
+run commit -m "task-42: learned access-control" --meta task=task-42 brain
+echo '{"lastTask": "task-43"}' | run put -m "task-43: kv write" state/session.json
+
+say "History, a diff and a show"
+run log --oneline
+run diff --stat HEAD~2
+run show HEAD~1
+
+say "Time travel: check out the seed into a directory (HEAD does not move)"
+run checkout HEAD~2 seed-view
+ls -R seed-view | head -20
+
+say "The lineage bundle hash, from the store and from the directory"
+run hash HEAD~1   # the commit of brain/ (HEAD also has the kv write)
+run hash --dir brain
+
+say "Undo the last operation, then redo it"
+run undo
+run log --oneline -n 1
+run redo
+
+say "Fork the lineage and let the fork diverge"
+run fork --from HEAD~1 nova
+echo "- nova prefers long findings." | run --agent nova put -m "nova diverges" MEMORY.md
+run agents
+run --agent nova log --oneline
+
+say "Audit: the operation log, and a full verify"
+run oplog
+run verify
