@@ -7,8 +7,11 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -514,4 +517,112 @@ func TestCancelDuringUpload(t *testing.T) {
 	if n := srv.CountRequests("PUT"); n > 2 {
 		t.Fatalf("%d PUTs after cancelling in the second part", n)
 	}
+}
+
+// A misbehaving service, hand-written, for what walrustest will not do.
+func misbehaving(t *testing.T, h http.HandlerFunc) *httpstore.Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := httpstore.New(srv.URL, srv.URL, httpstore.WithHTTPClient(srv.Client()), httpstore.WithRetry(3, time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestMisbehavingServices(t *testing.T) {
+	id := walrustest.BlobID([]byte("x"))
+	content := storetest.Content(7, 1000)
+
+	t.Run("range ignored", func(t *testing.T) {
+		var calls atomic.Int32
+		c := misbehaving(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "1000")
+			if calls.Add(1) == 1 {
+				w.Write(content[:300])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			}
+			w.Write(content) // 200 with everything, Range or not
+		})
+		if got := readAll(t, c, id); !bytes.Equal(got, content) {
+			t.Fatal("content differs when the server ignores Range")
+		}
+	})
+	t.Run("wrong Content-Range", func(t *testing.T) {
+		var calls atomic.Int32
+		c := misbehaving(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "1000")
+			if calls.Add(1) == 1 {
+				w.Write(content[:300])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			}
+			w.Header().Set("Content-Range", "bytes 0-999/1000")
+			w.WriteHeader(206)
+			w.Write(content)
+		})
+		_, err := storetest.ReadAll(context.Background(), c, id)
+		if err == nil || !strings.Contains(err.Error(), "Content-Range") {
+			t.Fatalf("resume answered from the wrong offset: %v", err)
+		}
+	})
+	t.Run("size changes between requests", func(t *testing.T) {
+		var calls atomic.Int32
+		c := misbehaving(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "1000")
+			if calls.Add(1) == 1 {
+				w.Write(content[:300])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			}
+			w.Header().Set("Content-Range", "bytes 300-998/999")
+			w.Header().Set("Content-Length", "699")
+			w.WriteHeader(206)
+			w.Write(content[300:999])
+		})
+		_, err := storetest.ReadAll(context.Background(), c, id)
+		if !errors.Is(err, walrus.ErrCorrupt) {
+			t.Fatalf("size changed mid-read: %v", err)
+		}
+	})
+	t.Run("publisher answers HTML", func(t *testing.T) {
+		c := misbehaving(t, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Write([]byte("<html>welcome</html>"))
+		})
+		_, err := c.Put(context.Background(), strings.NewReader("x"), 1, walrus.StoreOptions{})
+		if !errors.Is(err, httpstore.ErrBadResponse) {
+			t.Fatalf("HTML answer: %v", err)
+		}
+	})
+	t.Run("publisher reports the wrong size", func(t *testing.T) {
+		c := misbehaving(t, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			io.WriteString(w, `{"newlyCreated":{"blobObject":{"blobId":"`+string(id)+`","size":2,"storage":{"endEpoch":5}}}}`)
+		})
+		_, err := c.Put(context.Background(), strings.NewReader("x"), 1, walrus.StoreOptions{})
+		if !errors.Is(err, httpstore.ErrBadResponse) {
+			t.Fatalf("wrong size: %v", err)
+		}
+	})
+	t.Run("publisher answer cut off", func(t *testing.T) {
+		var calls atomic.Int32
+		c := misbehaving(t, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			body := `{"alreadyCertified":{"blobId":"` + string(id) + `","endEpoch":5,"object":"0x1"}}`
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			if calls.Add(1) == 1 {
+				io.WriteString(w, body[:20])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			}
+			io.WriteString(w, body)
+		})
+		s, err := c.Put(context.Background(), strings.NewReader("x"), 1, walrus.StoreOptions{})
+		if err != nil || s.BlobID != id || s.EndEpoch != 5 || s.ObjectID != "0x1" || calls.Load() != 2 {
+			t.Fatalf("Put after a cut-off answer: %+v %v (%d calls)", s, err, calls.Load())
+		}
+	})
 }

@@ -224,6 +224,23 @@ func testSizeMismatch(t *testing.T, s Suite) {
 		if !errors.Is(err, walrus.ErrSizeMismatch) {
 			t.Errorf("Put of %d bytes declared as %d: %v, want ErrSizeMismatch", len(content), declared, err)
 		}
+		_, err = st.Put(context.Background(), bytes.NewReader(content), declared, walrus.StoreOptions{})
+		if !errors.Is(err, walrus.ErrSizeMismatch) {
+			t.Errorf("Put of %d seekable bytes declared as %d: %v, want ErrSizeMismatch", len(content), declared, err)
+		}
+	}
+	// A reader is read from where it stands.
+	r := bytes.NewReader(content)
+	r.Seek(7, io.SeekStart)
+	stored, err := st.Put(context.Background(), r, int64(len(content))-7, walrus.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadAll(context.Background(), st, stored.BlobID); err != nil || string(got) != "bytes" {
+		t.Fatalf("Put from offset 7 stored %q, %v", got, err)
+	}
+	if r.Len() != 0 {
+		t.Errorf("Put left %d bytes unread in the reader", r.Len())
 	}
 }
 
