@@ -20,6 +20,12 @@ var (
 	ErrNoPublisher = errors.New("walrus/httpstore: no publisher URL configured; storing needs one")
 	// ErrNoAggregator reports a Get on a client made without an aggregator URL.
 	ErrNoAggregator = errors.New("walrus/httpstore: no aggregator URL configured; reading needs one")
+	// ErrBadManifest reports bytes that begin with ManifestMagic but are not a
+	// valid manifest.
+	ErrBadManifest = errors.New("walrus/httpstore: malformed manifest")
+	// ErrBadResponse reports a 2xx answer from a publisher that is not one of
+	// the documented store results.
+	ErrBadResponse = errors.New("walrus/httpstore: unrecognised store response")
 )
 
 // Defaults.

@@ -3,7 +3,6 @@ package httpstore
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/agentstate/agentstate/walrus"
@@ -28,10 +27,6 @@ const MaxParts = 1 << 18
 
 // MaxManifestSize is the size of a manifest listing MaxParts parts.
 const MaxManifestSize = manifestHeaderLen + MaxParts*manifestEntryLen
-
-// ErrBadManifest reports bytes that begin with ManifestMagic but are not a
-// valid manifest.
-var ErrBadManifest = errors.New("walrus/httpstore: malformed manifest")
 
 // Part is one part of a blob split under a manifest.
 type Part struct {

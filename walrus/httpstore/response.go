@@ -15,10 +15,6 @@ import (
 	"github.com/agentstate/agentstate/walrus"
 )
 
-// ErrBadResponse reports a 2xx answer from a publisher that is not one of
-// the documented store results.
-var ErrBadResponse = errors.New("walrus/httpstore: unrecognised store response")
-
 // storeResult is what a publisher said about one stored blob.
 type storeResult struct {
 	BlobID           walrus.BlobID
