@@ -261,3 +261,40 @@ func TestReadGNUSparseAndSymlink(t *testing.T) {
 		})
 	}
 }
+
+// TestGNUTarReproduces: for a brain whose names all fit USTAR headers, GNU
+// tar given the entry list in projection order writes the same bytes
+// (docs/tar.md gives the command), so the format is not a Go artefact.
+func TestGNUTarReproduces(t *testing.T) {
+	tarBin := lookTool(t, "tar", "GNU tar")
+	files := sorted([]kv{
+		{"MEMORY.md", "# Memory\n"}, {"a.txt", ""}, {"a/b/c.txt", "c\n"}, {"a-b", strings.Repeat("x", 1000)},
+		{strings.Repeat("p", 60) + "/" + strings.Repeat("q", 60) + "/" + strings.Repeat("r", 90), "split into prefix and name"},
+		{"skills/" + strings.Repeat("s", 93), "exactly 100 bytes"},
+	})
+	src := t.TempDir()
+	var entries []string
+	for _, e := range wantEntries(files) {
+		entries = append(entries, strings.SplitN(e, " ", 3)[2])
+	}
+	for _, f := range files {
+		p := filepath.Join(src, f.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	archive := filepath.Join(t.TempDir(), "gnu.tar")
+	args := append([]string{"--format=ustar", "--numeric-owner", "--owner=0", "--group=0", "--mtime=@0",
+		"--mode=u=rw,go=r,a+X", "--no-recursion", "-b1", "-C", src, "-cf", archive}, entries...)
+	run(t, tarBin, args...)
+	got, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := mustWrite(t, files); !bytes.Equal(got, want) {
+		t.Fatalf("GNU tar wrote %d bytes, projection is %d; first difference at byte %d", len(got), len(want), firstDiff(got, want))
+	}
+}

@@ -105,10 +105,11 @@ type EntryError struct {
 }
 
 func (e *EntryError) Error() string {
+	msg := strings.TrimPrefix(e.Err.Error(), "tarball: ")
 	if e.Type != 0 {
-		return fmt.Sprintf("entry %d %q (%s): %v", e.Index, e.Path, e.Type, e.Err)
+		return fmt.Sprintf("tarball: entry %d %q (%s): %s", e.Index, e.Path, e.Type, msg)
 	}
-	return fmt.Sprintf("entry %d %q: %v", e.Index, e.Path, e.Err)
+	return fmt.Sprintf("tarball: entry %d %q: %s", e.Index, e.Path, msg)
 }
 
 func (e *EntryError) Unwrap() error { return e.Err }
