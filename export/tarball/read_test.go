@@ -13,13 +13,13 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	cases := map[string][]kv{
-		"golden": goldenFiles,
-		"empty":  nil,
+		"golden":              goldenFiles,
+		"empty":               nil,
 		"200-byte path (PAX)": {{strings.Repeat("x", 199) + "z", "long"}},
-		"200-byte path split":  {{strings.Repeat("x", 99) + "/" + strings.Repeat("y", 100), "split"}},
-		"4096-byte path":       {{strings.Repeat("abcdefg/", 511) + "z.txt"[:5-1], "max"}},
-		"backslashes":          {{`a\..\b`, "1"}, {`c\d`, "2"}},
-		"binary content":       {{"memory.db", "SQLite format 3\x00" + strings.Repeat("\x00\xff", 3000)}},
+		"200-byte path split": {{strings.Repeat("x", 99) + "/" + strings.Repeat("y", 100), "split"}},
+		"4096-byte path":      {{strings.Repeat("abcdefg/", 511) + "z.txt"[:5-1], "max"}},
+		"backslashes":         {{`a\..\b`, "1"}, {`c\d`, "2"}},
+		"binary content":      {{"memory.db", "SQLite format 3\x00" + strings.Repeat("\x00\xff", 3000)}},
 	}
 	for name, files := range cases {
 		t.Run(name, func(t *testing.T) {
