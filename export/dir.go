@@ -84,6 +84,10 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 			skipped = append(skipped, Skipped{key, "not a regular file (" + t.String() + ")"})
 			return nil
 		}
+		if objects.IsDerived(key) {
+			skipped = append(skipped, Skipped{key, "derived file (regenerated on export, not stored)"})
+			return nil
+		}
 		if err := objects.ValidateKey(key); err != nil {
 			return fmt.Errorf("export: %s: %w", p, err)
 		}
@@ -257,7 +261,7 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 			}
 			return nil
 		}
-		if !want[key] {
+		if !want[key] && !objects.IsDerived(key) {
 			extra = append(extra, p)
 		}
 		return nil

@@ -17,7 +17,13 @@ const (
 )
 
 // ExcludedFromBundle reports whether key is left out of the bundle hash.
-func ExcludedFromBundle(key string) bool { return key == LockFile || key == ReceiptsFile }
+func ExcludedFromBundle(key string) bool { return IsDerived(key) }
+
+// IsDerived reports whether key is one of the two top-level files agentstate
+// derives rather than stores: bundle.lock.json (generated from the tree on
+// export) and receipts.ndjson (generated from the agent's receipt tape).
+// Trees never hold them; they ride along in tars and snapshots only.
+func IsDerived(key string) bool { return key == LockFile || key == ReceiptsFile }
 
 // BundleHash is the lineage bundle hash of a brain (DESIGN §3).
 type BundleHash [32]byte

@@ -188,6 +188,9 @@ func (t *Tree) Put(ctx context.Context, key string, val CID) (bool, error) {
 	if val.IsZero() {
 		return false, fmt.Errorf("%w: zero value CID for key %q", ErrBadObject, key)
 	}
+	if IsDerived(key) {
+		return false, &KeyError{key, "derived file: agentstate generates it on export from the tree (bundle.lock.json) or the receipt tape (receipts.ndjson), so trees do not store it"}
+	}
 	if err := t.load(ctx, t.root); err != nil {
 		return false, err
 	}
