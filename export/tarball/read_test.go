@@ -17,7 +17,7 @@ func TestRoundTrip(t *testing.T) {
 		"empty":               nil,
 		"200-byte path (PAX)": {{strings.Repeat("x", 199) + "z", "long"}},
 		"200-byte path split": {{strings.Repeat("x", 99) + "/" + strings.Repeat("y", 100), "split"}},
-		"4096-byte path":      {{strings.Repeat("abcdefg/", 511) + "z.txt"[:5-1], "max"}},
+		"4096-byte path":      {{strings.Repeat("abcdefg/", 511) + "zzzzzzzz", "max"}},
 		"backslashes":         {{`a\..\b`, "1"}, {`c\d`, "2"}},
 		"binary content":      {{"memory.db", "SQLite format 3\x00" + strings.Repeat("\x00\xff", 3000)}},
 	}
@@ -248,6 +248,11 @@ func TestReadMalformed(t *testing.T) {
 	bad[148] ^= 1 // checksum of the first header
 	if _, _, err := readAll(bad, ReadOptions{}); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("bad checksum: err = %v, want ErrMalformed", err)
+	}
+	oneZero := oneZeroBlock(t, bytes.Clone(data))
+	garbage := append(oneZero, bytes.Repeat([]byte{'g'}, blockSize)...)
+	if _, _, err := readAll(garbage, ReadOptions{}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("zero block then garbage: err = %v, want ErrMalformed", err)
 	}
 	if _, _, err := readAll([]byte(strings.Repeat("not a tar ", 200)), ReadOptions{}); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("text: err = %v, want ErrMalformed", err)
