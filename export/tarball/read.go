@@ -55,6 +55,9 @@ type ReadReport struct {
 // and conflicts, so its memory grows with the number of names.
 func Read(ctx context.Context, r io.Reader, fn func(path string, size int64, content io.Reader) error, opts ReadOptions) (ReadReport, error) {
 	var rep ReadReport
+	if r == nil || fn == nil {
+		return rep, errors.New("tarball: Read needs a reader and a callback")
+	}
 	cr := &countReader{r: r}
 	tr := tar.NewReader(cr)
 	files := map[string]struct{}{}

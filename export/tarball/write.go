@@ -41,6 +41,9 @@ const copyBufSize = 256 << 10
 // and returns the error; errors about one file are *EntryError. Content is
 // copied through a fixed-size buffer, so memory does not grow with file size.
 func Write(ctx context.Context, w io.Writer, files iter.Seq2[File, error], opts WriteOptions) (Stats, error) {
+	if w == nil || files == nil {
+		return Stats{}, errors.New("tarball: Write needs a writer and a file sequence")
+	}
 	cw := &countWriter{w: w}
 	pw := &projWriter{bw: bufio.NewWriterSize(cw, copyBufSize), opts: opts}
 	err := pw.writeAll(ctx, files)
@@ -142,6 +145,9 @@ func (pw *projWriter) writeFile(ctx context.Context, i int, f File) error {
 	pw.files = append(pw.files, f.Path)
 
 	rc, err := f.Open(ctx)
+	if err == nil && rc == nil {
+		err = errors.New("Open returned no reader")
+	}
 	if err != nil {
 		return &EntryError{Index: i, Path: f.Path, Err: fmt.Errorf("tarball: opening: %w", err)}
 	}

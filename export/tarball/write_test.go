@@ -311,6 +311,7 @@ func TestWriteContentErrors(t *testing.T) {
 		{"long", File{Path: "f", Size: 3, Open: opener("12345")}, ErrSizeMismatch},
 		{"negative", File{Path: "f", Size: -1, Open: opener("")}, ErrInvalidFile},
 		{"no open", File{Path: "f", Size: 0}, ErrInvalidFile},
+		{"open returns nothing", File{Path: "f", Size: 1, Open: func(context.Context) (io.ReadCloser, error) { return nil, nil }}, nil},
 		{"open fails", File{Path: "f", Size: 1, Open: func(context.Context) (io.ReadCloser, error) { return nil, boom }}, boom},
 		{"read fails", File{Path: "f", Size: 1, Open: func(context.Context) (io.ReadCloser, error) {
 			return io.NopCloser(io.MultiReader(strings.NewReader(""), errReader{boom})), nil
@@ -320,7 +321,7 @@ func TestWriteContentErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			_, err := Write(context.Background(), &buf, seqFiles(File{Path: "a", Size: 1, Open: opener("a")}, tc.f, File{Path: "g", Size: 1, Open: opener("g")}), WriteOptions{})
-			if !errors.Is(err, tc.want) {
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
 			var ee *EntryError
@@ -340,6 +341,21 @@ func TestWriteContentErrors(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func TestNilArguments(t *testing.T) {
+	if _, err := Write(context.Background(), nil, seqOf(goldenFiles), WriteOptions{}); err == nil {
+		t.Error("Write with nil writer succeeded")
+	}
+	if _, err := Write(context.Background(), io.Discard, nil, WriteOptions{}); err == nil {
+		t.Error("Write with nil sequence succeeded")
+	}
+	if _, err := Read(context.Background(), bytes.NewReader(mustWrite(t, nil)), nil, ReadOptions{}); err == nil {
+		t.Error("Read with nil callback succeeded")
+	}
+	if _, err := Read(context.Background(), nil, func(string, int64, io.Reader) error { return nil }, ReadOptions{}); err == nil {
+		t.Error("Read with nil reader succeeded")
+	}
+}
 
 func TestWriteIteratorError(t *testing.T) {
 	boom := errors.New("listing failed")
