@@ -43,6 +43,8 @@ type Backend interface {
 	TransactionReceipt(ctx context.Context, txHash common.Hash) (*types.Receipt, error)
 }
 
+var _ Backend = (*ethclient.Client)(nil)
+
 // Client reads and writes ENS records through one registry. It is safe for
 // concurrent use; its own transactions are sent one at a time so that nonces
 // do not collide.
