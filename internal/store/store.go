@@ -330,3 +330,23 @@ func (s *Store) GetMeta(name string) ([]byte, bool, error) {
 func (s *Store) SetMeta(name string, v []byte) error {
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(metaKey(name), v) })
 }
+
+// MetaPrefix calls fn for every metadata record whose name starts with prefix, in name order.
+func (s *Store) MetaPrefix(prefix string, fn func(name string, v []byte) error) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.Prefix = metaKey(prefix)
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(string(it.Item().Key()[1:]), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
