@@ -231,7 +231,7 @@ func (c *Client) call(ctx context.Context, name, what string, to common.Address,
 // The gas limit is the estimate plus 20%.
 func (c *Client) SetText(ctx context.Context, name, key, value string, signer *ecdsa.PrivateKey) (common.Hash, error) {
 	if signer == nil {
-		return common.Hash{}, &Error{Op: "setText", Name: name, Err: errors.New("nil signer")}
+		return common.Hash{}, &Error{Op: "setText", Name: name, Err: ErrNoSigner}
 	}
 	n, err := node(name)
 	if err != nil {
@@ -364,7 +364,7 @@ func (c *Client) waitMined(ctx context.Context, hash common.Hash) (*types.Receip
 		}
 		if err != nil && !errors.Is(err, ethereum.NotFound) {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, fmt.Errorf("%w: %w", ErrNotMined, ctx.Err())
 			}
 			return nil, rpcFail(err)
 		}
@@ -372,7 +372,7 @@ func (c *Client) waitMined(ctx context.Context, hash common.Hash) (*types.Receip
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("not mined yet: %w", ctx.Err())
+			return nil, fmt.Errorf("%w: %w", ErrNotMined, ctx.Err())
 		case <-t.C:
 		}
 		wait = min(wait*2, maxPoll)

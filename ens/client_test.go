@@ -340,6 +340,9 @@ func TestPointerOnSimulatedChain(t *testing.T) {
 				t.Fatalf("WritePointer(%q): %v, want ErrInvalidName", name, err)
 			}
 		}
+		if _, err := cl.SetText(ctx, "lumen.eth", PointerKey, blob1, nil); !errors.Is(err, ErrNoSigner) {
+			t.Fatalf("SetText without a signer: %v, want ErrNoSigner", err)
+		}
 		if _, err := cl.WritePointer(ctx, "lumen.eth", "", c.owner); !errors.Is(err, ErrEmptyPointer) {
 			t.Fatalf("WritePointer of \"\": %v, want ErrEmptyPointer", err)
 		}
@@ -399,7 +402,8 @@ func TestWriteWaitsWithinContext(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	tx, err := cl.WritePointer(ctx, "lumen.eth", blob1, c.owner)
-	if !errors.Is(err, context.DeadlineExceeded) || tx == (common.Hash{}) || !strings.Contains(err.Error(), tx.Hex()) {
+	if !errors.Is(err, ErrNotMined) || !errors.Is(err, context.DeadlineExceeded) ||
+		tx == (common.Hash{}) || !strings.Contains(err.Error(), tx.Hex()) {
 		t.Fatalf("WritePointer without mining = %s, %v; want the tx hash and a deadline error naming it", tx, err)
 	}
 	if d := time.Since(start); d > 5*time.Second {

@@ -33,6 +33,12 @@ var (
 	ErrRPC = errors.New("ens: rpc call failed")
 	// ErrBadKeyFile: a key file does not hold one hex-encoded secp256k1 private key.
 	ErrBadKeyFile = errors.New("ens: bad key file")
+	// ErrNotMined: the context ended before the transaction's receipt
+	// appeared; the transaction may still be mined. The error also matches the
+	// context's error.
+	ErrNotMined = errors.New("ens: transaction not mined yet")
+	// ErrNoSigner: a write was asked for without a signing key.
+	ErrNoSigner = errors.New("ens: no signer key")
 	// ErrEmptyPointer: WritePointer was asked to store an empty blob id.
 	ErrEmptyPointer = errors.New("ens: empty pointer value")
 )
