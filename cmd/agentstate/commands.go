@@ -5,6 +5,10 @@ import "github.com/urfave/cli/v2"
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON (shape documented in docs/cli.md)"}
 
 func commands(e *env) []*cli.Command {
+	return append(coreCommands(e), snapshotCommands(e)...)
+}
+
+func coreCommands(e *env) []*cli.Command {
 	return []*cli.Command{
 		{Name: "init", Usage: "create a store (.agentstate here, or --store DIR)", ArgsUsage: " ", Action: e.cmdInit},
 		{Name: "commit", Usage: "snapshot a brain directory as the agent's next commit", ArgsUsage: "DIR",

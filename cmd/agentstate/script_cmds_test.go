@@ -1,11 +1,13 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -26,6 +28,55 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	// setenvfile NAME FILE: set NAME to the trimmed contents of FILE (e.g. stdout).
 	"setenvfile": func(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
+	},
+	// mktar OUT NAME[=CONTENT|->TARGET]...: write a tar with arbitrary (even malicious) entries.
+	"mktar": func(ts *testscript.TestScript, neg bool, args []string) {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, a := range args[1:] {
+			if name, target, ok := strings.Cut(a, "->"); ok {
+				ts.Check(tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: target, Mode: 0o777}))
+				continue
+			}
+			name, content, _ := strings.Cut(a, "=")
+			ts.Check(tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(len(content)), Mode: 0o644}))
+			tw.Write([]byte(content))
+		}
+		ts.Check(tw.Close())
+		ts.Check(os.WriteFile(ts.MkAbs(args[0]), buf.Bytes(), 0o644))
+	},
+	// flipbyte FILE OFFSET: corrupt one byte of a file (negative offsets count from the end).
+	"flipbyte": func(ts *testscript.TestScript, neg bool, args []string) {
+		p := ts.MkAbs(args[0])
+		data, err := os.ReadFile(p)
+		ts.Check(err)
+		off, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		if off < 0 {
+			off += len(data)
+		}
+		data[off] ^= 0x40
+		ts.Check(os.WriteFile(p, data, 0o644))
+	},
+	// truncfile FILE N: keep only the first N bytes.
+	"truncfile": func(ts *testscript.TestScript, neg bool, args []string) {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		ts.Check(os.Truncate(ts.MkAbs(args[0]), int64(n)))
+	},
+	// findfile DIR VAR: set VAR to the path of the first regular file under DIR.
+	"findfile": func(ts *testscript.TestScript, neg bool, args []string) {
+		var found string
+		filepath.Walk(ts.MkAbs(args[0]), func(p string, info os.FileInfo, err error) error {
+			if err == nil && found == "" && info.Mode().IsRegular() {
+				found = p
+			}
+			return nil
+		})
+		if found == "" {
+			ts.Fatalf("no file under %s", args[0])
+		}
+		ts.Setenv(args[1], found)
 	},
 	// samefiles A B: directories A and B hold the same regular files.
 	"samefiles": func(ts *testscript.TestScript, neg bool, args []string) {
