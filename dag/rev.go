@@ -57,8 +57,7 @@ func ParseRev(s string) (Rev, error) {
 		r.Base = "HEAD"
 	case r.Base == "":
 		return Rev{}, fmt.Errorf("%w: %q: missing HEAD or commit id", ErrBadRev, orig)
-	case r.Base == "HEAD" || r.Base == "@":
-		r.Base = "HEAD"
+	case r.Base == "HEAD":
 	default:
 		if len(r.Base) < MinAbbrev {
 			return Rev{}, fmt.Errorf("%w: %q: a commit id needs at least %d characters (or use HEAD, HEAD~N)", ErrBadRev, orig, MinAbbrev)
