@@ -73,6 +73,9 @@ func ParseRev(s string) (Rev, error) {
 	}
 	for s != "" {
 		op := s[0]
+		if op != '~' && op != '^' {
+			return Rev{}, fmt.Errorf("%w: %q: unexpected %q (use ~N or ^N after the base)", ErrBadRev, orig, s)
+		}
 		s = s[1:]
 		j := 0
 		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
