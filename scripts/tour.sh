@@ -6,7 +6,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$(cd "$repo" && realpath "${1:-bin/agentstate}")"
 work="$repo/.cache/tour"
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
-export NO_COLOR=1 AGENTSTATE_AGENT=lumen
+export NO_COLOR=1 AGENTSTATE_AGENT=lumen AGENTSTATE_STORE="$work/.agentstate"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ agentstate %s\n' "$*"; "$bin" "$@"; }
 
@@ -54,3 +54,24 @@ run --agent nova log --oneline
 say "Audit: the operation log, and a full verify"
 run oplog
 run verify
+
+say "Snapshot: a deterministic, encrypted tar shipped to the blob store (here: a local directory standing in for Walrus)"
+export AGENTSTATE_BLOB_DIR="$work/walrus-blobs" AGENTSTATE_POINTER_DIR="$work/pointers"
+run keygen -o agent.key
+run push --key agent.key
+run export -o lumen.tar
+tar -tvf lumen.tar --numeric-owner | head -4
+before_hash="$("$bin" hash)"; "$bin" ls > ls-before.txt
+
+say "Amnesia: wipe the store, restore the agent from the pointer and the blob alone"
+rm -rf .agentstate
+run restore --key agent.key
+after_hash="$("$bin" hash)"; "$bin" ls > ls-after.txt
+echo "bundle hash before: $before_hash"
+echo "bundle hash after:  $after_hash"
+if [[ "$before_hash" == "$after_hash" ]] && cmp -s ls-before.txt ls-after.txt; then
+  echo "restored byte for byte: same bundle hash, same keys"
+else
+  echo "restore mismatch" >&2; exit 1
+fi
+run snapshots
