@@ -60,7 +60,7 @@ export AGENTSTATE_BLOB_DIR="$work/walrus-blobs" AGENTSTATE_POINTER_DIR="$work/po
 run keygen -o agent.key
 run push --key agent.key
 run export -o lumen.tar
-tar -tvf lumen.tar --numeric-owner | head -4
+tar -tvf lumen.tar --numeric-owner | sed -n 1,4p
 before_hash="$("$bin" hash)"; "$bin" ls > ls-before.txt
 
 say "Amnesia: wipe the store, restore the agent from the pointer and the blob alone"
