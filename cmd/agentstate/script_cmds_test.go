@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/objects"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,6 +79,14 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			ts.Fatalf("no file under %s", args[0])
 		}
 		ts.Setenv(args[1], found)
+	},
+	// corruptvalue STORE FILE: overwrite, inside the store, the bytes of the value
+	// whose content is FILE's (simulated disk rot).
+	"corruptvalue": func(ts *testscript.TestScript, neg bool, args []string) {
+		st, err := store.Open(ts.MkAbs(args[0]), store.Options{})
+		ts.Check(err)
+		defer st.Close()
+		st.CorruptForTest(objects.NewValue([]byte(ts.ReadFile(args[1]))).CID, []byte("rot"))
 	},
 	// samefiles A B: directories A and B hold the same regular files.
 	"samefiles": func(ts *testscript.TestScript, neg bool, args []string) {
