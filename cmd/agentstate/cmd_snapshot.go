@@ -399,7 +399,10 @@ func (e *env) cmdRestore(c *cli.Context) error {
 			return err
 		}
 		defer cleanup()
+		var done func()
+		opts.Progress, done = e.progress("restore")
 		rec, err := p.Restore(e.ctx, e.agent, opts)
+		done()
 		if err != nil {
 			return err
 		}

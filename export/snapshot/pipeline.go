@@ -124,6 +124,9 @@ func (p *Pipeline) Push(ctx context.Context, agent string, commit objects.CID) (
 type RestoreOptions struct {
 	BlobID walrus.BlobID       // restore this blob instead of the pointer's
 	Expect *objects.BundleHash // refuse unless the content hashes to this
+	// Progress, if set, is called as ciphertext arrives with the bytes read so
+	// far (total is -1: the blob's size is not known in advance).
+	Progress func(done, total int64)
 }
 
 // Restore fetches an agent's snapshot (the pointer's, or opts.BlobID),
@@ -158,7 +161,7 @@ func (p *Pipeline) Restore(ctx context.Context, agent string, opts RestoreOption
 		return rec, err
 	}
 	defer removeTemp(plain)
-	counter := &countingReader{r: body}
+	counter := &countingReader{r: body, progress: opts.Progress}
 	err = p.Cipher.Decrypt(ctx, plain, counter)
 	body.Close()
 	if err != nil {
@@ -201,13 +204,17 @@ func (p *Pipeline) Restore(ctx context.Context, agent string, opts RestoreOption
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r        io.Reader
+	n        int64
+	progress func(done, total int64)
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)
+	if c.progress != nil && n > 0 {
+		c.progress(c.n, -1)
+	}
 	return n, err
 }
 
