@@ -1,0 +1,390 @@
+package runtime
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentstate/agentstate/export"
+	"github.com/agentstate/agentstate/export/envelope"
+	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/internal/repo"
+	"github.com/agentstate/agentstate/internal/tape"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/walrus"
+)
+
+// Options configure a Runtime.
+type Options struct {
+	// Store is the store directory. It is created and initialised when it
+	// does not exist or is empty.
+	Store string
+	// InMemory keeps the store in memory (tests, benchmarks); Store is
+	// ignored.
+	InMemory bool
+	// Sync makes every write durable (fsync) before it returns.
+	Sync bool
+	// Signer is the operator key that signs receipts. Required. Its public
+	// half is recorded in the store at Open as a trusted operator key, which
+	// is what 'agentstate receipts --verify' checks against by default.
+	Signer ed25519.PrivateKey
+
+	// Snapshots through the built-in pipeline (export/snapshot): the
+	// deterministic tar of the commit with receipts.ndjson, encrypted with
+	// Cipher, stored in Blobs, published through Pointer. Setting Cipher and
+	// Blobs enables both background snapshots and cold restore. Pointer
+	// defaults to a pointer file per agent in <Store>/pointers (required
+	// with InMemory).
+	Cipher      envelope.Cipher
+	Blobs       walrus.Store
+	Pointer     snapshot.Pointer
+	BlobOptions walrus.StoreOptions
+
+	// Snapshotter and Restorer replace the built-in pipeline for pushing and
+	// for cold restore respectively (a custom transport, or tests).
+	Snapshotter Snapshotter
+	Restorer    Restorer
+
+	// SeedDir holds seed brains: an agent with no state and no snapshot
+	// starts from SeedDir/<agent>/ when that directory exists.
+	SeedDir string
+
+	// Queue tunes the background snapshot queue.
+	Queue QueueOptions
+	// OnSnapshot, if set, is called with every snapshot outcome, from a
+	// queue worker goroutine. It must not block for long.
+	OnSnapshot func(SnapshotEvent)
+}
+
+// Runtime runs agents' tasks over one store. It is safe for concurrent use.
+type Runtime struct {
+	repo   *repo.Repo
+	tape   *tape.Tape
+	signer ed25519.PrivateKey
+	pub    ed25519.PublicKey
+	opts   Options
+
+	snap     Snapshotter
+	restorer Restorer
+	queue    *queue
+
+	agents sync.Map // agent name → *agentState
+	dirs   sync.Map // absolute working directory → *dirState
+
+	mu      sync.Mutex // guards closing with tasks.Add
+	closed  atomic.Bool
+	tasks   sync.WaitGroup
+	closeMu sync.Mutex
+	closeEr error
+	isShut  bool
+}
+
+// agentState is the per-agent coordination: landings of one agent are
+// serialized (so the receipt tape is in HEAD order); nothing else is.
+type agentState struct {
+	land   sync.Mutex
+	cold   sync.Mutex
+	exists atomic.Bool
+}
+
+func (rt *Runtime) agent(name string) *agentState {
+	if s, ok := rt.agents.Load(name); ok {
+		return s.(*agentState)
+	}
+	s, _ := rt.agents.LoadOrStore(name, &agentState{})
+	return s.(*agentState)
+}
+
+// OperatorKeyPrefix is the store metadata prefix under which Open records
+// the public keys of the operators that signed receipts in this store
+// ("runtime/operator/" + 64 hex digits).
+const OperatorKeyPrefix = "runtime/operator/"
+
+// Open opens (creating it if needed) the store and starts the snapshot
+// queue.
+func Open(ctx context.Context, opts Options) (*Runtime, error) {
+	if len(opts.Signer) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("%w: Options.Signer must be an ed25519 private key (%d bytes), got %d bytes", ErrNoSigner, ed25519.PrivateKeySize, len(opts.Signer))
+	}
+	if !opts.InMemory && opts.Store == "" {
+		return nil, fmt.Errorf("runtime: Options.Store is empty: name a store directory (or set InMemory)")
+	}
+	r, err := openRepo(opts)
+	if err != nil {
+		return nil, err
+	}
+	rt := &Runtime{repo: r, tape: tape.New(r.Store), signer: opts.Signer, pub: opts.Signer.Public().(ed25519.PublicKey), opts: opts}
+	fail := func(err error) (*Runtime, error) {
+		r.Close()
+		return nil, err
+	}
+	if _, err := r.EmptyTree(ctx); err != nil {
+		return fail(fmt.Errorf("runtime: storing the empty tree: %w", err))
+	}
+	if err := r.Store.SetMeta(OperatorKeyPrefix+hex.EncodeToString(rt.pub), []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+		return fail(fmt.Errorf("runtime: recording the operator key: %w", err))
+	}
+	rt.snap, rt.restorer = opts.Snapshotter, opts.Restorer
+	if opts.Cipher != nil && opts.Blobs != nil {
+		ptr := opts.Pointer
+		if ptr == nil {
+			if opts.InMemory {
+				return fail(fmt.Errorf("runtime: an in-memory store needs Options.Pointer for snapshots"))
+			}
+			ptr = snapshot.FilePointer{Dir: filepath.Join(opts.Store, "pointers")}
+		}
+		p := &snapshot.Pipeline{Repo: r, Cipher: opts.Cipher, Blobs: opts.Blobs, Pointer: ptr, Options: opts.BlobOptions}
+		if rt.snap == nil {
+			rt.snap = pipelineSnapshotter{p}
+		}
+		if rt.restorer == nil {
+			rt.restorer = pipelineRestorer{p}
+		}
+	} else if opts.Cipher != nil || opts.Blobs != nil {
+		return fail(fmt.Errorf("runtime: snapshots need both Options.Cipher and Options.Blobs"))
+	}
+	rt.queue = newQueue(rt.snap, opts.Queue, opts.OnSnapshot)
+	return rt, nil
+}
+
+func openRepo(opts Options) (*repo.Repo, error) {
+	ropts := repo.Options{Sync: opts.Sync, InMemory: opts.InMemory}
+	if opts.InMemory {
+		return repo.Init("", ropts)
+	}
+	ents, err := os.ReadDir(opts.Store)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || (err == nil && len(ents) == 0):
+		r, err := repo.Init(opts.Store, ropts)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: creating store %s: %w", opts.Store, err)
+		}
+		return r, nil
+	case err != nil:
+		return nil, fmt.Errorf("runtime: store %s: %w", opts.Store, err)
+	}
+	r, err := repo.Open(opts.Store, ropts)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: opening store %s: %w", opts.Store, err)
+	}
+	return r, nil
+}
+
+// PublicKey returns the operator's public key.
+func (rt *Runtime) PublicKey() ed25519.PublicKey { return rt.pub }
+
+// Close stops accepting tasks, waits for running tasks to return, drains
+// the snapshot queue for at most Options.Queue.DrainTimeout (then cancels
+// what is still queued or in flight, reporting each with ErrClosed) and
+// closes the store. Calling it again returns the first result.
+func (rt *Runtime) Close() error {
+	return rt.Shutdown(context.Background())
+}
+
+// Shutdown is Close with a caller-chosen bound on draining: it drains until
+// ctx is done or DrainTimeout passes, whichever comes first.
+func (rt *Runtime) Shutdown(ctx context.Context) error {
+	rt.closeMu.Lock()
+	defer rt.closeMu.Unlock()
+	if rt.isShut {
+		return rt.closeEr
+	}
+	rt.isShut = true
+	rt.mu.Lock()
+	rt.closed.Store(true)
+	rt.mu.Unlock()
+	rt.tasks.Wait()
+	rt.queue.close(ctx)
+	if err := rt.repo.Close(); err != nil {
+		rt.closeEr = fmt.Errorf("runtime: closing store: %w", err)
+	}
+	return rt.closeEr
+}
+
+// enter registers a running operation; it fails once Close has begun.
+func (rt *Runtime) enter() error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed.Load() {
+		return ErrClosed
+	}
+	rt.tasks.Add(1)
+	return nil
+}
+
+func (rt *Runtime) leave() { rt.tasks.Done() }
+
+// Head returns an agent's HEAD commit, or the zero CID for an agent with no
+// state. It does not trigger a cold start.
+func (rt *Runtime) Head(ctx context.Context, agent string) (objects.CID, error) {
+	if err := refs.ValidateAgent(agent); err != nil {
+		return objects.CID{}, err
+	}
+	h, err := rt.repo.Refs.Head(ctx, agent)
+	if errors.Is(err, refs.ErrNoAgent) {
+		return objects.CID{}, nil
+	}
+	return h.Commit, err
+}
+
+// Origin says where an agent's state came from when it was loaded.
+type Origin string
+
+const (
+	OriginExisting Origin = "existing" // the store had it
+	OriginRestored Origin = "restored" // restored from its snapshot pointer
+	OriginSeeded   Origin = "seeded"   // committed from SeedDir/<agent>/
+	OriginNew      Origin = "new"      // nothing anywhere: starts empty
+)
+
+// AgentInfo describes a loaded agent.
+type AgentInfo struct {
+	Name   string
+	Head   objects.CID // zero for a new agent until its first task lands
+	Origin Origin
+	// Restore is set when the agent was restored from a snapshot.
+	Restore *RestoreResult
+}
+
+// Agent loads an agent, cold-starting it when the store has no state for
+// it: from its snapshot pointer if it has one (a snapshot whose content does
+// not hash to the lineage it claims is refused, and nothing moves), else
+// from SeedDir/<agent>/ if that exists, else it stays empty. RunTask does
+// the same on an agent's first task.
+func (rt *Runtime) Agent(ctx context.Context, name string) (AgentInfo, error) {
+	if err := refs.ValidateAgent(name); err != nil {
+		return AgentInfo{}, err
+	}
+	if err := rt.enter(); err != nil {
+		return AgentInfo{}, err
+	}
+	defer rt.leave()
+	return rt.load(ctx, name)
+}
+
+func (rt *Runtime) load(ctx context.Context, name string) (AgentInfo, error) {
+	info := AgentInfo{Name: name, Origin: OriginExisting}
+	st := rt.agent(name)
+	if st.exists.Load() {
+		h, err := rt.Head(ctx, name)
+		info.Head = h
+		return info, err
+	}
+	st.cold.Lock()
+	defer st.cold.Unlock()
+	h, err := rt.Head(ctx, name)
+	if err != nil {
+		return info, err
+	}
+	if !h.IsZero() {
+		st.exists.Store(true)
+		info.Head = h
+		return info, nil
+	}
+	if rt.restorer != nil {
+		res, err := rt.restorer.Restore(ctx, name)
+		switch {
+		case err == nil:
+			st.exists.Store(true)
+			info.Head, info.Origin, info.Restore = res.Commit, OriginRestored, &res
+			return info, nil
+		case !errors.Is(err, ErrNoSnapshot):
+			return info, fmt.Errorf("runtime: cold start of agent %q: restoring its snapshot: %w (nothing was changed; the seed is not used while a snapshot exists)", name, err)
+		}
+	}
+	if rt.opts.SeedDir != "" {
+		dir := filepath.Join(rt.opts.SeedDir, name)
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			c, err := rt.seed(ctx, name, dir)
+			if err != nil {
+				return info, fmt.Errorf("runtime: cold start of agent %q from seed %s: %w", name, dir, err)
+			}
+			st.exists.Store(true)
+			info.Head, info.Origin = c, OriginSeeded
+			return info, nil
+		}
+	}
+	info.Origin = OriginNew
+	return info, nil
+}
+
+func (rt *Runtime) seed(ctx context.Context, agent, dir string) (objects.CID, error) {
+	files, _, err := export.Scan(ctx, dir)
+	if err != nil {
+		return objects.CID{}, err
+	}
+	vals, err := export.ReadValues(ctx, files)
+	if err != nil {
+		return objects.CID{}, err
+	}
+	tree, err := export.BuildTree(ctx, rt.repo.Blocks, files, vals)
+	if err != nil {
+		return objects.CID{}, err
+	}
+	c, _, err := rt.repo.CommitTree(ctx, repo.CommitRequest{Agent: agent, Tree: tree, Fresh: true, AllowEmpty: true,
+		Op: refs.OpImport, Message: "seed from " + filepath.Base(dir), Metadata: map[string]string{"agent": agent, "seed": filepath.Base(dir)}})
+	if errors.Is(err, refs.ErrConflict) {
+		// Created meanwhile (by a task in this process): keep that.
+		return rt.Head(ctx, agent)
+	}
+	return c, err
+}
+
+// Fork starts agent to as a copy of agent from's HEAD (O(1): objects are
+// shared). The new agent's receipt tape starts empty; from's receipts stay
+// with from.
+func (rt *Runtime) Fork(ctx context.Context, from, to string) (objects.CID, error) {
+	if err := refs.ValidateAgent(to); err != nil {
+		return objects.CID{}, err
+	}
+	if err := rt.enter(); err != nil {
+		return objects.CID{}, err
+	}
+	defer rt.leave()
+	info, err := rt.Agent(ctx, from)
+	if err != nil {
+		return objects.CID{}, err
+	}
+	if info.Head.IsZero() {
+		return objects.CID{}, fmt.Errorf("%w: cannot fork %q, it has no commits", ErrUnknownAgent, from)
+	}
+	_, err = rt.repo.Refs.Move(ctx, refs.Move{Agent: to, New: info.Head, Op: refs.OpFork, Time: rt.repo.Now(), Note: "fork of " + from})
+	if errors.Is(err, refs.ErrConflict) {
+		return objects.CID{}, fmt.Errorf("%w: %q", ErrAgentExists, to)
+	}
+	if err != nil {
+		return objects.CID{}, err
+	}
+	rt.agent(to).exists.Store(true)
+	return info.Head, nil
+}
+
+// Receipts returns an agent's receipt tape, oldest first, parsed. A line
+// that does not parse is an error naming its position.
+func (rt *Runtime) Receipts(ctx context.Context, agent string) ([]*Receipt, error) {
+	if err := refs.ValidateAgent(agent); err != nil {
+		return nil, err
+	}
+	var out []*Receipt
+	i := 0
+	for line, err := range rt.tape.Lines(ctx, agent) {
+		i++
+		if err != nil {
+			return nil, fmt.Errorf("runtime: reading the receipt tape of %q: %w", agent, err)
+		}
+		r, err := ParseReceipt(line)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: receipt %d of %q: %w", i, agent, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,455 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+)
+
+// Task names one unit of an agent's work.
+type Task struct {
+	// ID identifies the task (required; at most 256 bytes of UTF-8 without
+	// control characters). It is recorded in every commit the task writes,
+	// in the operation-log entry of its landing and in its receipt.
+	ID string
+	// Attempt, Model and Adapter are optional and recorded alongside.
+	Attempt string
+	Model   string
+	Adapter string
+}
+
+// MaxTaskField bounds the length of each Task field.
+const MaxTaskField = 256
+
+func (t Task) validate() error {
+	if t.ID == "" {
+		return fmt.Errorf("%w: Task.ID is empty", ErrBadTask)
+	}
+	for name, v := range map[string]string{"ID": t.ID, "Attempt": t.Attempt, "Model": t.Model, "Adapter": t.Adapter} {
+		if len(v) > MaxTaskField {
+			return fmt.Errorf("%w: Task.%s is %d bytes, at most %d", ErrBadTask, name, len(v), MaxTaskField)
+		}
+		if !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return fmt.Errorf("%w: Task.%s %q is not printable UTF-8", ErrBadTask, name, v)
+		}
+	}
+	return nil
+}
+
+func (t Task) metadata(agent string) map[string]string {
+	m := map[string]string{"agent": agent, "task": t.ID}
+	for k, v := range map[string]string{"attempt": t.Attempt, "model": t.Model, "adapter": t.Adapter} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Tx is a task's transaction over an agent's brain. Its methods are safe
+// for concurrent use by the task's goroutines; they fail with ErrTxDone once
+// the task function has returned.
+type Tx struct {
+	rt    *Runtime
+	agent string
+	task  Task
+
+	mu        sync.Mutex
+	start     objects.CID // the task's start commit (zero: the agent had no state)
+	startTree objects.CID
+	tree      *objects.Tree // the task's current tree, loaded on first use
+	last      objects.CID   // the task's last commit (start until it writes)
+	lastTree  objects.CID
+	lastTime  int64
+	writes    int
+	err       error // a failed write poisons the transaction
+	done      bool
+}
+
+// Agent returns the agent the task runs for.
+func (tx *Tx) Agent() string { return tx.agent }
+
+// Task returns the task.
+func (tx *Tx) Task() Task { return tx.task }
+
+// Start returns the commit the task started at (zero for an agent with no
+// state yet).
+func (tx *Tx) Start() objects.CID { return tx.start }
+
+// Commit returns the task's latest commit: its start commit until it
+// writes, then the commit of its last write.
+func (tx *Tx) Commit() objects.CID {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	return tx.last
+}
+
+func (tx *Tx) ready(ctx context.Context) error {
+	if tx.done {
+		return ErrTxDone
+	}
+	if tx.err != nil {
+		return fmt.Errorf("runtime: transaction unusable after an earlier write failed: %w", tx.err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if tx.tree == nil {
+		t, err := objects.LoadTree(ctx, tx.rt.repo.Blocks, tx.lastTree)
+		if err != nil {
+			return fmt.Errorf("runtime: loading the tree of %s: %w", short(tx.last), err)
+		}
+		tx.tree = t
+	}
+	return nil
+}
+
+// Get returns the value of key as the task sees it: its own writes over its
+// start commit. A missing key is an error matching ErrKeyNotFound.
+func (tx *Tx) Get(ctx context.Context, key string) ([]byte, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.ready(ctx); err != nil {
+		return nil, err
+	}
+	return getValue(ctx, tx.rt, tx.tree, key)
+}
+
+func getValue(ctx context.Context, rt *Runtime, t *objects.Tree, key string) ([]byte, error) {
+	if err := objects.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	v, ok, err := t.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: reading %q: %w", key, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrKeyNotFound, key)
+	}
+	data, err := objects.ReadValue(ctx, rt.repo.Blocks, v)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: reading the value of %q: %w", key, err)
+	}
+	return data, nil
+}
+
+// List returns the keys that start with prefix, in bytewise order ("" lists
+// every key). A prefix that is a directory should end in "/".
+func (tx *Tx) List(ctx context.Context, prefix string) ([]string, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.ready(ctx); err != nil {
+		return nil, err
+	}
+	return listKeys(ctx, tx.tree, prefix)
+}
+
+func listKeys(ctx context.Context, t *objects.Tree, prefix string) ([]string, error) {
+	keys := []string{}
+	for e, err := range t.Entries(ctx, prefix) {
+		if err != nil {
+			return nil, fmt.Errorf("runtime: listing %q: %w", prefix, err)
+		}
+		if !strings.HasPrefix(e.Key, prefix) {
+			break
+		}
+		keys = append(keys, e.Key)
+	}
+	return keys, nil
+}
+
+// Put sets key to data. When that changes the task's tree, it writes the
+// value, the changed tree nodes and a commit (parent: the task's previous
+// commit) in one atomic store write. Writing the value a key already has
+// writes nothing.
+func (tx *Tx) Put(ctx context.Context, key string, data []byte) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.ready(ctx); err != nil {
+		return err
+	}
+	if err := objects.ValidateKey(key); err != nil {
+		return err
+	}
+	v := objects.NewValue(data)
+	changed, err := tx.tree.Put(ctx, key, v.CID)
+	if err != nil {
+		return fmt.Errorf("runtime: put %q: %w", key, err)
+	}
+	if !changed {
+		return nil
+	}
+	return tx.commitLocked(ctx, "put "+key, map[string]string{"op": "put", "key": key}, v)
+}
+
+// Delete removes key. Deleting a key that is not there writes nothing.
+func (tx *Tx) Delete(ctx context.Context, key string) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.ready(ctx); err != nil {
+		return err
+	}
+	if err := objects.ValidateKey(key); err != nil {
+		return err
+	}
+	had, err := tx.tree.Delete(ctx, key)
+	if err != nil {
+		return fmt.Errorf("runtime: delete %q: %w", key, err)
+	}
+	if !had {
+		return nil
+	}
+	return tx.commitLocked(ctx, "delete "+key, map[string]string{"op": "delete", "key": key})
+}
+
+// commitLocked flushes the tree and writes value blocks, tree nodes and a
+// commit together.
+func (tx *Tx) commitLocked(ctx context.Context, msg string, extra map[string]string, values ...objects.Block) error {
+	root, blocks := tx.tree.Flush()
+	meta := tx.task.metadata(tx.agent)
+	for k, v := range extra {
+		meta[k] = v
+	}
+	c := &objects.Commit{Tree: root, Time: max(tx.rt.repo.Now(), tx.lastTime), Message: msg, Metadata: meta}
+	if !tx.last.IsZero() {
+		c.Parents = []objects.CID{tx.last}
+	}
+	cb, err := c.Block()
+	if err != nil {
+		tx.err = err
+		return fmt.Errorf("runtime: encoding commit: %w", err)
+	}
+	all := append(values, blocks...)
+	all = append(all, cb)
+	if err := tx.rt.repo.Blocks.Put(ctx, all...); err != nil {
+		// The tree's nodes are flushed in memory but not stored: the
+		// transaction cannot continue.
+		tx.err = err
+		return fmt.Errorf("runtime: writing %s: %w", msg, err)
+	}
+	tx.last, tx.lastTree, tx.lastTime = cb.CID, root, c.Time
+	tx.writes++
+	return nil
+}
+
+// RunTask runs fn as task of agent inside a transaction that starts at the
+// agent's HEAD (cold-starting the agent first if it has no state; see
+// Agent).
+//
+// When fn returns nil and the context is not done, the task lands: HEAD
+// moves by one compare-and-swap from the task's start commit to its last
+// commit, or, when other tasks of the agent landed meanwhile, to a merge
+// commit (parents: the HEAD found and the task's last commit) if the two
+// sides changed different keys or made the same change; same keys changed
+// differently fail with a *ConflictError and HEAD stays. A landed task's
+// signed receipt is appended to the agent's receipt tape and returned, and
+// if the bundle hash moved a snapshot is queued.
+//
+// When fn returns an error, panics (the panic is recovered and returned as
+// a *PanicError) or the context is done, HEAD stays and nothing is logged;
+// the task's commits remain unreferenced until gc.
+//
+// A task that changed nothing lands nothing: RunTask returns a nil Receipt
+// and a nil error, and HEAD, the operation log and the receipt tape are
+// untouched.
+func (rt *Runtime) RunTask(ctx context.Context, agent string, task Task, fn func(context.Context, *Tx) error) (*Receipt, error) {
+	if err := refs.ValidateAgent(agent); err != nil {
+		return nil, err
+	}
+	if err := task.validate(); err != nil {
+		return nil, err
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("%w: nil task function", ErrBadTask)
+	}
+	if err := rt.enter(); err != nil {
+		return nil, err
+	}
+	defer rt.leave()
+	tx, err := rt.begin(ctx, agent, task)
+	if err != nil {
+		return nil, err
+	}
+	if err := runFn(ctx, task, func() error { return fn(ctx, tx) }); err != nil {
+		tx.finish()
+		return nil, err
+	}
+	tx.finish()
+	return rt.land(ctx, tx)
+}
+
+func (rt *Runtime) begin(ctx context.Context, agent string, task Task) (*Tx, error) {
+	info, err := rt.load(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	tx := &Tx{rt: rt, agent: agent, task: task, start: info.Head, startTree: objects.EmptyTreeCID}
+	if !info.Head.IsZero() {
+		c, err := rt.repo.Commit(ctx, info.Head)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: reading HEAD of %q: %w", agent, err)
+		}
+		tx.startTree, tx.lastTime = c.Tree, c.Time
+	}
+	tx.last, tx.lastTree = tx.start, tx.startTree
+	return tx, nil
+}
+
+// runFn calls fn, turning a panic into a *PanicError and a done context
+// into an error.
+func runFn(ctx context.Context, task Task, fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Task: task.ID, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	if err := fn(); err != nil {
+		return fmt.Errorf("runtime: task %q failed (HEAD was not moved): %w", task.ID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("runtime: task %q: context done before it could land (HEAD was not moved): %w", task.ID, err)
+	}
+	return nil
+}
+
+func (tx *Tx) finish() {
+	tx.mu.Lock()
+	tx.done = true
+	tx.mu.Unlock()
+}
+
+// land moves HEAD for a finished task and writes its receipt.
+func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
+	if tx.err != nil {
+		return nil, fmt.Errorf("runtime: task %q: a write failed (HEAD was not moved): %w", tx.task.ID, tx.err)
+	}
+	if tx.writes == 0 {
+		return nil, nil
+	}
+	// The task's own bundle hash, computed before taking the agent's lock.
+	taskBundle, err := rt.repo.BundleHash(ctx, tx.lastTree)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: bundle hash of task %q: %w", tx.task.ID, err)
+	}
+	st := rt.agent(tx.agent)
+	st.land.Lock()
+	defer st.land.Unlock()
+	for {
+		head, err := rt.Head(ctx, tx.agent)
+		if err != nil {
+			return nil, err
+		}
+		newCommit, newTree, op, after := tx.last, tx.lastTree, refs.OpCommit, taskBundle
+		if head != tx.start {
+			newCommit, newTree, err = rt.merge(ctx, tx, head)
+			if err != nil {
+				return nil, err
+			}
+			op = refs.OpMerge
+			if after, err = rt.repo.BundleHash(ctx, newTree); err != nil {
+				return nil, fmt.Errorf("runtime: bundle hash of the merge for task %q: %w", tx.task.ID, err)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("runtime: task %q: context done before it could land (HEAD was not moved): %w", tx.task.ID, err)
+		}
+		now := rt.repo.Now()
+		_, err = rt.repo.Refs.Move(ctx, refs.Move{Agent: tx.agent, Old: head, New: newCommit, Op: op, Time: now, Task: tx.task.ID})
+		if errors.Is(err, refs.ErrConflict) {
+			continue // HEAD moved outside this runtime's landing order: merge again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("runtime: landing task %q: %w", tx.task.ID, err)
+		}
+		st.exists.Store(true)
+		// Landed. From here on nothing may be reported as a task failure
+		// except a receipt that could not be kept.
+		lctx := context.WithoutCancel(ctx)
+		before := objects.BundleHash(emptyBundle)
+		if !head.IsZero() {
+			if before, err = rt.repo.CommitBundleHash(lctx, head); err != nil {
+				return nil, fmt.Errorf("%w: task %q landed at %s, but the bundle hash of %s could not be read: %v", ErrReceiptNotKept, tx.task.ID, newCommit, head, err)
+			}
+		}
+		rec := &Receipt{Agent: tx.agent, Task: tx.task.ID, Attempt: tx.task.Attempt, Model: tx.task.Model, Adapter: tx.task.Adapter,
+			Parent: tx.start, From: head, Commit: newCommit, TaskCommit: tx.last, Writes: tx.writes,
+			BundleBefore: before, BundleAfter: after, StateDeltaHash: objects.StateDeltaHash(before, after), Time: now}
+		rec.sign(rt.signer)
+		if _, err := rt.tape.Append(lctx, tx.agent, rec.Line()); err != nil {
+			return rec, fmt.Errorf("%w: task %q landed at %s: %v", ErrReceiptNotKept, tx.task.ID, newCommit, err)
+		}
+		if before != after {
+			rt.queue.enqueue(tx.agent, newCommit)
+		}
+		return rec, nil
+	}
+}
+
+// emptyBundle is keccak256(""), the bundle hash of the empty brain.
+var emptyBundle = func() objects.BundleHash {
+	h, _ := objects.NewBundleHasher().Sum()
+	return h
+}()
+
+// merge computes the 3-way merge of the task (theirs) onto head (ours) over
+// the task's start tree (base) and writes the merge commit.
+func (rt *Runtime) merge(ctx context.Context, tx *Tx, head objects.CID) (objects.CID, objects.CID, error) {
+	hc, err := rt.repo.Commit(ctx, head)
+	if err != nil {
+		return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: reading HEAD %s: %w", head, err)
+	}
+	ours := map[string]objects.Change{}
+	for ch, err := range objects.DiffTrees(ctx, rt.repo.Blocks, tx.startTree, hc.Tree) {
+		if err != nil {
+			return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: diffing the task's start with HEAD: %w", err)
+		}
+		ours[ch.Path] = ch
+	}
+	merged, err := objects.LoadTree(ctx, rt.repo.Blocks, hc.Tree)
+	if err != nil {
+		return objects.CID{}, objects.CID{}, err
+	}
+	var conflicts []string
+	for ch, err := range objects.DiffTrees(ctx, rt.repo.Blocks, tx.startTree, tx.lastTree) {
+		if err != nil {
+			return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: diffing the task's writes: %w", err)
+		}
+		if o, ok := ours[ch.Path]; ok {
+			if o.New != ch.New { // both changed it, differently (a zero New is a delete)
+				conflicts = append(conflicts, ch.Path)
+			}
+			continue // same change on both sides: HEAD already has it
+		}
+		if ch.New.IsZero() {
+			_, err = merged.Delete(ctx, ch.Path)
+		} else {
+			_, err = merged.Put(ctx, ch.Path, ch.New)
+		}
+		if err != nil {
+			return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: merging %q: %w", ch.Path, err)
+		}
+	}
+	if len(conflicts) > 0 {
+		return objects.CID{}, objects.CID{}, &ConflictError{Agent: tx.agent, Task: tx.task.ID, Keys: conflicts, Base: tx.start, Head: head, TaskCommit: tx.last}
+	}
+	root, blocks := merged.Flush()
+	meta := tx.task.metadata(tx.agent)
+	meta["op"] = "merge"
+	c := &objects.Commit{Tree: root, Parents: []objects.CID{head, tx.last}, Time: max(rt.repo.Now(), hc.Time, tx.lastTime),
+		Message: fmt.Sprintf("merge task %s", tx.task.ID), Metadata: meta}
+	cb, err := c.Block()
+	if err != nil {
+		return objects.CID{}, objects.CID{}, err
+	}
+	if err := rt.repo.Blocks.Put(ctx, append(blocks, cb)...); err != nil {
+		return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: writing the merge commit of task %q: %w", tx.task.ID, err)
+	}
+	return cb.CID, root, nil
+}
