@@ -117,8 +117,8 @@ func TestFailedTasksMoveNothing(t *testing.T) {
 		fn   func(context.Context, *Tx) error
 		want error
 	}{
-		"error": {ctx, func(ctx context.Context, tx *Tx) error { tx.Put(ctx, "k", []byte("x")); return boom }, boom},
-		"panic": {ctx, func(ctx context.Context, tx *Tx) error { tx.Put(ctx, "k", []byte("x")); panic("tool crashed") }, ErrTaskPanicked},
+		"error":       {ctx, func(ctx context.Context, tx *Tx) error { tx.Put(ctx, "k", []byte("x")); return boom }, boom},
+		"panic":       {ctx, func(ctx context.Context, tx *Tx) error { tx.Put(ctx, "k", []byte("x")); panic("tool crashed") }, ErrTaskPanicked},
 		"panic error": {ctx, func(ctx context.Context, tx *Tx) error { tx.Put(ctx, "k", []byte("x")); panic(boom) }, boom},
 		"cancelled": {cctx, func(ctx context.Context, tx *Tx) error {
 			tx.Put(ctx, "k", []byte("x"))
