@@ -1,0 +1,145 @@
+package export_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/agentstate/agentstate/export"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/objects/memstore"
+)
+
+func write(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func commitDir(t *testing.T, bs objects.BlockStore, dir string) (objects.CID, []export.Skipped) {
+	t.Helper()
+	ctx := context.Background()
+	files, skipped, err := export.Scan(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := export.ReadValues(ctx, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := export.BuildTree(ctx, bs, files, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, skipped
+}
+
+func TestScanSkipsWhatIsNotBrainState(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "system.md"), "s")
+	write(t, filepath.Join(dir, "skills/a.md"), "a")
+	write(t, filepath.Join(dir, "bundle.lock.json"), "{}")
+	write(t, filepath.Join(dir, "receipts.ndjson"), "")
+	write(t, filepath.Join(dir, ".agentstate/MANIFEST"), "x")
+	os.Symlink("/etc/passwd", filepath.Join(dir, "link.md"))
+	os.Symlink("/etc", filepath.Join(dir, "linkdir"))
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, skipped, err := export.Scan(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, f := range files {
+		keys = append(keys, f.Key)
+	}
+	if len(keys) != 2 || keys[0] != "skills/a.md" || keys[1] != "system.md" {
+		t.Fatalf("scanned %v", keys)
+	}
+	got := map[string]bool{}
+	for _, s := range skipped {
+		got[s.Path] = true
+	}
+	for _, want := range []string{"link.md", "linkdir", "fifo", "bundle.lock.json", "receipts.ndjson", ".agentstate/"} {
+		if !got[want] {
+			t.Errorf("%s not reported as skipped (skipped: %v)", want, skipped)
+		}
+	}
+}
+
+func TestScanRefusesInvalidNames(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "bad\xffname.md"), "x")
+	if _, _, err := export.Scan(context.Background(), dir); !errors.Is(err, objects.ErrBadKey) {
+		t.Fatalf("non-UTF-8 name: %v", err)
+	}
+	if _, _, err := export.Scan(context.Background(), filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("missing directory accepted")
+	}
+}
+
+func TestCheckoutNeverWritesThroughSymlinks(t *testing.T) {
+	ctx := context.Background()
+	bs := memstore.New()
+	src := t.TempDir()
+	write(t, filepath.Join(src, "skills/a.md"), "A")
+	write(t, filepath.Join(src, "notes.md"), "N")
+	root, _ := commitDir(t, bs, src)
+
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "notes.md"), "outside file")
+	dst := t.TempDir()
+	// DIR/skills is a symlink to a directory outside; DIR/notes.md a symlink to a file outside.
+	os.Symlink(outside, filepath.Join(dst, "skills"))
+	os.Symlink(filepath.Join(outside, "notes.md"), filepath.Join(dst, "notes.md"))
+	write(t, filepath.Join(dst, "extra/junk.md"), "junk")
+	write(t, filepath.Join(dst, "bundle.lock.json"), "{}")
+	write(t, filepath.Join(dst, ".agentstate/MANIFEST"), "store")
+
+	rep, err := export.Checkout(ctx, bs, root, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Written != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	if data, _ := os.ReadFile(filepath.Join(outside, "notes.md")); string(data) != "outside file" {
+		t.Fatal("checkout wrote through a symlink to a file outside DIR")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "a.md")); err == nil {
+		t.Fatal("checkout wrote through a symlinked directory")
+	}
+	if fi, err := os.Lstat(filepath.Join(dst, "skills")); err != nil || !fi.IsDir() {
+		t.Fatal("skills is not a real directory after checkout")
+	}
+	if _, err := os.Stat(filepath.Join(dst, "extra")); err == nil {
+		t.Fatal("extra directory not removed")
+	}
+	for _, keep := range []string{"bundle.lock.json", ".agentstate/MANIFEST"} {
+		if _, err := os.Stat(filepath.Join(dst, keep)); err != nil {
+			t.Fatalf("checkout removed %s", keep)
+		}
+	}
+	// The directory now commits back to the same tree.
+	again, _ := commitDir(t, bs, dst)
+	if again != root {
+		t.Fatalf("checked-out directory commits to %s, want %s", again, root)
+	}
+	// A second checkout changes nothing.
+	rep, err = export.Checkout(ctx, bs, root, dst)
+	if err != nil || rep.Written != 0 || rep.Removed != 0 || rep.Unchanged != 2 {
+		t.Fatalf("idempotent checkout: %+v %v", rep, err)
+	}
+	// Checkout into a file is refused.
+	if _, err := export.Checkout(ctx, bs, root, filepath.Join(dst, "notes.md")); !errors.Is(err, export.ErrNotDir) {
+		t.Fatalf("checkout into a file: %v", err)
+	}
+}
