@@ -11,6 +11,7 @@ import (
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/export"
 	"github.com/agentstate/agentstate/internal/repo"
+	"github.com/agentstate/agentstate/internal/textdiff"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
@@ -284,9 +285,59 @@ func (e *env) cmdShow(c *cli.Context) error {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "\nTree:   %s\nBundle: %s\n\n", cm.Tree, h)
+		if c.Bool("patch") {
+			return e.printPatch(r, changes)
+		}
 		e.printChanges(changes)
 		return nil
 	})
+}
+
+// maxPatchValue bounds the values whose line diff is shown.
+const maxPatchValue = 1 << 20
+
+// printPatch prints a unified diff per changed text value.
+func (e *env) printPatch(r *repo.Repo, changes []objects.Change) error {
+	read := func(v objects.CID) ([]byte, error) {
+		if v.IsZero() {
+			return nil, nil
+		}
+		return objects.ReadValue(e.ctx, r.Blocks, v)
+	}
+	for _, ch := range changes {
+		a, err := read(ch.Old)
+		if err != nil {
+			return err
+		}
+		b, err := read(ch.New)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, e.paint("1", "diff a/"+ch.Path+" b/"+ch.Path))
+		oldName, newName := "a/"+ch.Path, "b/"+ch.Path
+		switch ch.Change {
+		case objects.Added:
+			oldName = "/dev/null"
+		case objects.Removed:
+			newName = "/dev/null"
+		}
+		if !textdiff.IsText(a) || !textdiff.IsText(b) || len(a) > maxPatchValue || len(b) > maxPatchValue {
+			fmt.Fprintf(e.stdout, "Binary or large values differ (%d -> %d bytes)\n", len(a), len(b))
+			continue
+		}
+		for _, line := range strings.SplitAfter(textdiff.Unified(oldName, newName, string(a), string(b), 3), "\n") {
+			switch {
+			case strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++"):
+				line = e.paint("32", strings.TrimSuffix(line, "\n")) + "\n"
+			case strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---"):
+				line = e.paint("31", strings.TrimSuffix(line, "\n")) + "\n"
+			case strings.HasPrefix(line, "@@"):
+				line = e.paint("36", strings.TrimSuffix(line, "\n")) + "\n"
+			}
+			fmt.Fprint(e.stdout, line)
+		}
+	}
+	return nil
 }
 
 func (e *env) changesFromParent(r *repo.Repo, cm *objects.Commit) ([]objects.Change, error) {
@@ -344,6 +395,8 @@ func (e *env) cmdDiff(c *cli.Context) error {
 		switch {
 		case c.Bool("json"):
 			return e.writeJSON(changes)
+		case c.Bool("patch"):
+			return e.printPatch(r, changes)
 		case c.Bool("stat"):
 			var added, removed, modified int
 			for _, ch := range changes {

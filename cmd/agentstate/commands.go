@@ -4,6 +4,8 @@ import "github.com/urfave/cli/v2"
 
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON (shape documented in docs/cli.md)"}
 
+var patchFlag = &cli.BoolFlag{Name: "patch", Aliases: []string{"p"}, Usage: "show line diffs of text values"}
+
 func commands(e *env) []*cli.Command {
 	return append(coreCommands(e), snapshotCommands(e)...)
 }
@@ -35,9 +37,9 @@ func coreCommands(e *env) []*cli.Command {
 				&cli.BoolFlag{Name: "oneline", Usage: "one line per commit"}, jsonFlag},
 			Action: e.cmdLog},
 		{Name: "show", Usage: "show a commit and what it changed, or REV:KEY's value", ArgsUsage: "REV[:KEY]",
-			Flags: []cli.Flag{jsonFlag}, Action: e.cmdShow},
+			Flags: []cli.Flag{patchFlag, jsonFlag}, Action: e.cmdShow},
 		{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD)", ArgsUsage: "REV [REV2]",
-			Flags:  []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary"}, jsonFlag},
+			Flags:  []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary"}, patchFlag, jsonFlag},
 			Action: e.cmdDiff},
 		{Name: "checkout", Usage: "make DIR exactly REV's state (HEAD does not move)", ArgsUsage: "REV DIR", Action: e.cmdCheckout},
 		{Name: "reset", Usage: "move HEAD to REV", ArgsUsage: "REV", Action: e.cmdReset},

@@ -1,0 +1,176 @@
+// Package textdiff renders line-based unified diffs of two texts (Myers'
+// O(ND) algorithm), for `agentstate diff -p` and `show -p`.
+package textdiff
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// IsText reports whether data looks like text: valid UTF-8 without NUL bytes.
+func IsText(data []byte) bool { return utf8.Valid(data) && bytes.IndexByte(data, 0) < 0 }
+
+type op struct {
+	kind byte // ' ', '-', '+'
+	line string
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// edits computes a shortest edit script from a to b.
+func edits(a, b []string) []op {
+	n, m := len(a), len(b)
+	max := n + m
+	v := make([]int, 2*max+2)
+	var trace [][]int
+	off := max + 1
+	for d := 0; d <= max; d++ {
+		snap := make([]int, len(v))
+		copy(snap, v)
+		trace = append(trace, snap)
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				x = v[off+k+1]
+			} else {
+				x = v[off+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && a[x] == b[y] {
+				x, y = x+1, y+1
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				return backtrack(trace, a, b, d, off)
+			}
+		}
+	}
+	return nil
+}
+
+func backtrack(trace [][]int, a, b []string, d, off int) []op {
+	x, y := len(a), len(b)
+	var out []op
+	for ; d > 0; d-- {
+		v := trace[d]
+		k := x - y
+		var pk int
+		if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+			pk = k + 1
+		} else {
+			pk = k - 1
+		}
+		px := v[off+pk]
+		py := px - pk
+		for x > px && y > py {
+			x, y = x-1, y-1
+			out = append(out, op{' ', a[x]})
+		}
+		if x == px {
+			y--
+			out = append(out, op{'+', b[y]})
+		} else {
+			x--
+			out = append(out, op{'-', a[x]})
+		}
+	}
+	for x > 0 && y > 0 {
+		x, y = x-1, y-1
+		out = append(out, op{' ', a[x]})
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// Unified returns the unified diff of a and b with the given context lines,
+// headed by "--- oldName" / "+++ newName"; "" when they are equal.
+func Unified(oldName, newName, a, b string, context int) string {
+	ops := edits(splitLines(a), splitLines(b))
+	changed := false
+	for _, o := range ops {
+		if o.kind != ' ' {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return ""
+	}
+	var buf strings.Builder
+	fmt.Fprintf(&buf, "--- %s\n+++ %s\n", oldName, newName)
+	// Group ops into hunks separated by more than 2*context unchanged lines.
+	i := 0
+	for i < len(ops) {
+		for i < len(ops) && ops[i].kind == ' ' {
+			i++
+		}
+		if i >= len(ops) {
+			break
+		}
+		start := max(0, i-context)
+		end := i
+		for end < len(ops) {
+			if ops[end].kind != ' ' {
+				end++
+				continue
+			}
+			run := end
+			for run < len(ops) && ops[run].kind == ' ' {
+				run++
+			}
+			if run-end > 2*context || run == len(ops) {
+				end = min(len(ops), end+context)
+				break
+			}
+			end = run
+		}
+		// Line numbers of the hunk start.
+		aLine, bLine := 1, 1
+		for _, o := range ops[:start] {
+			if o.kind != '+' {
+				aLine++
+			}
+			if o.kind != '-' {
+				bLine++
+			}
+		}
+		aCount, bCount := 0, 0
+		for _, o := range ops[start:end] {
+			if o.kind != '+' {
+				aCount++
+			}
+			if o.kind != '-' {
+				bCount++
+			}
+		}
+		if aCount == 0 {
+			aLine--
+		}
+		if bCount == 0 {
+			bLine--
+		}
+		fmt.Fprintf(&buf, "@@ -%d,%d +%d,%d @@\n", aLine, aCount, bLine, bCount)
+		for _, o := range ops[start:end] {
+			buf.WriteByte(o.kind)
+			buf.WriteString(o.line)
+			if !strings.HasSuffix(o.line, "\n") {
+				buf.WriteString("\n\\ No newline at end of file\n")
+			}
+		}
+		i = end
+	}
+	return buf.String()
+}

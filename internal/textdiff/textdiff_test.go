@@ -1,0 +1,54 @@
+package textdiff
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestUnifiedAgreesWithPatch(t *testing.T) {
+	cases := [][2]string{
+		{"a\nb\nc\n", "a\nB\nc\n"},
+		{"", "new\nfile\n"},
+		{"gone\n", ""},
+		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\n2\nx\n4\n5\n6\n7\n8\n9\n10\ny\n12\n13\n"},
+		{"no newline", "no newline at all"},
+		{"same\n", "same\n"},
+	}
+	patch, err := exec.LookPath("patch")
+	for i, c := range cases {
+		d := Unified("a/f", "b/f", c[0], c[1], 3)
+		if c[0] == c[1] {
+			if d != "" {
+				t.Fatalf("case %d: diff of equal texts: %q", i, d)
+			}
+			continue
+		}
+		if !strings.HasPrefix(d, "--- a/f\n+++ b/f\n@@ ") {
+			t.Fatalf("case %d: %q", i, d)
+		}
+		if err != nil {
+			continue // no patch(1): the shape checks above still ran
+		}
+		dir := t.TempDir()
+		f := filepath.Join(dir, "f")
+		os.WriteFile(f, []byte(c[0]), 0o644)
+		cmd := exec.Command(patch, "-s", f)
+		cmd.Stdin = strings.NewReader(d)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("case %d: patch refused our diff: %v\n%s\n%s", i, err, out, d)
+		}
+		got, _ := os.ReadFile(f)
+		if string(got) != c[1] {
+			t.Fatalf("case %d: patch gave %q, want %q\n%s", i, got, c[1], d)
+		}
+	}
+}
+
+func TestIsText(t *testing.T) {
+	if !IsText([]byte("héllo\n")) || IsText([]byte{0, 1}) || IsText([]byte{0xff}) {
+		t.Fatal("IsText")
+	}
+}
