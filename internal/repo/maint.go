@@ -126,5 +126,6 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 	if err := r.Store.Delete(ctx, dead...); err != nil {
 		return rep, fmt.Errorf("gc: deleting: %w", err)
 	}
+	r.Store.Reclaim()
 	return rep, nil
 }

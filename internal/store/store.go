@@ -239,6 +239,13 @@ func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
 	return nil
 }
 
+// Reclaim asks Badger to rewrite value-log files that are mostly garbage, so
+// space freed by Delete returns to the file system. It is best effort.
+func (s *Store) Reclaim() {
+	for i := 0; i < 16 && s.db.RunValueLogGC(0.5) == nil; i++ {
+	}
+}
+
 // Delete removes blocks (gc only).
 func (s *Store) Delete(ctx context.Context, cids ...objects.CID) error {
 	wb := s.db.NewWriteBatch()
