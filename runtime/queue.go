@@ -202,6 +202,9 @@ func (q *queue) takeLocked(now time.Time) (*job, time.Duration) {
 func (q *queue) worker() {
 	defer q.wg.Done()
 	for {
+		if q.ctx.Err() != nil {
+			return
+		}
 		q.mu.Lock()
 		j, wait := q.takeLocked(time.Now())
 		ch := q.changed

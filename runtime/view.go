@@ -23,8 +23,9 @@ type View struct {
 
 // View opens agent's state at rev: "" or "HEAD" for HEAD, or any revision
 // the CLI accepts (a CID or an abbreviation of one, HEAD~2, HEAD^2,
-// other@HEAD). It does not cold-start the agent; an agent with no state
-// viewed at HEAD is the empty brain.
+// other@HEAD). Viewing HEAD loads the agent like Agent does (cold-starting
+// it from its snapshot or seed when the store has no state for it); an
+// agent with no state anywhere is the empty brain.
 func (rt *Runtime) View(ctx context.Context, agent, rev string) (*View, error) {
 	if err := refs.ValidateAgent(agent); err != nil {
 		return nil, err
@@ -34,14 +35,14 @@ func (rt *Runtime) View(ctx context.Context, agent, rev string) (*View, error) {
 	}
 	defer rt.leave()
 	if rev == "" || rev == "HEAD" {
-		h, err := rt.Head(ctx, agent)
+		info, err := rt.load(ctx, agent)
 		if err != nil {
 			return nil, err
 		}
-		if h.IsZero() {
+		if info.Head.IsZero() {
 			return &View{rt: rt}, nil
 		}
-		return rt.viewCommit(ctx, h)
+		return rt.viewCommit(ctx, info.Head)
 	}
 	c, err := rt.repo.Resolve(ctx, agent, rev)
 	if err != nil {
