@@ -30,6 +30,7 @@ func snapshotCommands(e *env) []*cli.Command {
 	walrusFlags := []cli.Flag{
 		&cli.StringFlag{Name: "walrus-publisher", Usage: "Walrus publisher URL (default: local blob directory)", EnvVars: []string{"AGENTSTATE_WALRUS_PUBLISHER"}},
 		&cli.StringFlag{Name: "walrus-aggregator", Usage: "Walrus aggregator URL", EnvVars: []string{"AGENTSTATE_WALRUS_AGGREGATOR"}},
+		&cli.Int64Flag{Name: "walrus-part-size", Usage: "split blobs larger than this many bytes into parts under a manifest (default: the public publishers' 10 MiB limit)", EnvVars: []string{"AGENTSTATE_WALRUS_PART_SIZE"}},
 		&cli.StringFlag{Name: "blob-dir", Usage: "local blob directory (default <store>/blobs)", EnvVars: []string{"AGENTSTATE_BLOB_DIR"}},
 		&cli.StringFlag{Name: "pointer-dir", Usage: "local pointer directory (default <store>/pointers)", EnvVars: []string{"AGENTSTATE_POINTER_DIR"}},
 		&cli.StringFlag{Name: "ens", Usage: "ENS name whose agent-snapshot record is the pointer"},
@@ -249,7 +250,18 @@ func (e *env) pipeline(c *cli.Context, r *repo.Repo, forPush bool) (*snapshot.Pi
 		if pub == "" {
 			pub = agg
 		}
-		if p.Blobs, err = httpstore.New(pub, agg); err != nil {
+		var hopts []httpstore.Option
+		partSize := c.Int64("walrus-part-size")
+		if partSize == 0 {
+			partSize = cfg.Walrus.PartSize
+		}
+		if partSize < 0 {
+			return nil, nil, usagef("--walrus-part-size %d: must be positive", partSize)
+		}
+		if partSize > 0 {
+			hopts = append(hopts, httpstore.WithPartSize(partSize))
+		}
+		if p.Blobs, err = httpstore.New(pub, agg, hopts...); err != nil {
 			return nil, nil, err
 		}
 	} else {

@@ -22,6 +22,7 @@ type Config struct {
 		Aggregator string `json:"aggregator,omitempty"` // AGENTSTATE_WALRUS_AGGREGATOR
 		Epochs     int    `json:"epochs,omitempty"`     // AGENTSTATE_WALRUS_EPOCHS
 		Permanent  bool   `json:"permanent,omitempty"`
+		PartSize   int64  `json:"partSize,omitempty"` // AGENTSTATE_WALRUS_PART_SIZE
 	} `json:"walrus"`
 	ENS struct {
 		RPC      string            `json:"rpc,omitempty"`      // AGENTSTATE_ETH_RPC
