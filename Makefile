@@ -25,7 +25,9 @@ test: test-deps
 race: test-deps
 	$(GO) test -race $(PKGS)
 
+# BENCHFLAGS=-quick for a one-minute run; see docs/performance.md.
 bench: build
+	$(GO) run ./internal/cmd/bench -bin $(BIN) $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem ./objects/... ./export/... ./walrus/...
 
 # Run every fuzz target for FUZZTIME each.
