@@ -285,6 +285,12 @@ func (rt *Runtime) load(ctx context.Context, name string) (AgentInfo, error) {
 		return info, err
 	}
 	if !h.IsZero() {
+		st.land.Lock() // no landing of this agent is between its move and its receipt
+		_, err := rt.repairReceipts(ctx, name)
+		st.land.Unlock()
+		if err != nil {
+			return info, err
+		}
 		st.exists.Store(true)
 		info.Head = h
 		return info, nil

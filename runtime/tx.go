@@ -372,24 +372,42 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 		// Landed. From here on nothing may be reported as a task failure
 		// except a receipt that could not be kept.
 		lctx := context.WithoutCancel(ctx)
-		before := objects.BundleHash(emptyBundle)
-		if !head.IsZero() {
-			if before, err = rt.repo.CommitBundleHash(lctx, head); err != nil {
-				return nil, fmt.Errorf("%w: task %q landed at %s, but the bundle hash of %s could not be read: %v", ErrReceiptNotKept, tx.task.ID, newCommit, head, err)
-			}
+		rec, err := rt.receipt(lctx, tx.agent, tx.task, tx.start, head, newCommit, tx.last, tx.writes, now, &after)
+		if err != nil {
+			return nil, fmt.Errorf("%w: task %q landed at %s: %v", ErrReceiptNotKept, tx.task.ID, newCommit, err)
 		}
-		rec := &Receipt{Agent: tx.agent, Task: tx.task.ID, Attempt: tx.task.Attempt, Model: tx.task.Model, Adapter: tx.task.Adapter,
-			Parent: tx.start, From: head, Commit: newCommit, TaskCommit: tx.last, Writes: tx.writes,
-			BundleBefore: before, BundleAfter: after, StateDeltaHash: objects.StateDeltaHash(before, after), Time: now}
-		rec.sign(rt.signer)
 		if _, err := rt.tape.Append(lctx, tx.agent, rec.Line()); err != nil {
 			return rec, fmt.Errorf("%w: task %q landed at %s: %v", ErrReceiptNotKept, tx.task.ID, newCommit, err)
 		}
+		before := rec.BundleBefore
 		if before != after {
 			rt.queue.enqueue(tx.agent, newCommit)
 		}
 		return rec, nil
 	}
+}
+
+// receipt builds and signs the receipt of a landing from HEAD from to
+// commit. after, if known, is commit's bundle hash.
+func (rt *Runtime) receipt(ctx context.Context, agent string, task Task, start, from, commit, taskCommit objects.CID, writes int, now int64, after *objects.BundleHash) (*Receipt, error) {
+	before := emptyBundle
+	var err error
+	if !from.IsZero() {
+		if before, err = rt.repo.CommitBundleHash(ctx, from); err != nil {
+			return nil, fmt.Errorf("bundle hash of %s: %w", from, err)
+		}
+	}
+	var a objects.BundleHash
+	if after != nil {
+		a = *after
+	} else if a, err = rt.repo.CommitBundleHash(ctx, commit); err != nil {
+		return nil, fmt.Errorf("bundle hash of %s: %w", commit, err)
+	}
+	rec := &Receipt{Agent: agent, Task: task.ID, Attempt: task.Attempt, Model: task.Model, Adapter: task.Adapter,
+		Parent: start, From: from, Commit: commit, TaskCommit: taskCommit, Writes: writes,
+		BundleBefore: before, BundleAfter: a, StateDeltaHash: objects.StateDeltaHash(before, a), Time: now}
+	rec.sign(rt.signer)
+	return rec, nil
 }
 
 // emptyBundle is keccak256(""), the bundle hash of the empty brain.
@@ -442,6 +460,9 @@ func (rt *Runtime) merge(ctx context.Context, tx *Tx, head objects.CID) (objects
 	root, blocks := merged.Flush()
 	meta := tx.task.metadata(tx.agent)
 	meta["op"] = "merge"
+	if !tx.start.IsZero() {
+		meta["start"] = tx.start.String()
+	}
 	c := &objects.Commit{Tree: root, Parents: []objects.CID{head, tx.last}, Time: max(rt.repo.Now(), hc.Time, tx.lastTime),
 		Message: fmt.Sprintf("merge task %s", tx.task.ID), Metadata: meta}
 	cb, err := c.Block()
