@@ -74,10 +74,12 @@ func TestReceiptTamperingDetected(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, edit := range map[string]func(string) string{
-		"task":     func(s string) string { return strings.Replace(s, "task-42", "task-43", 1) },
-		"writes":   func(s string) string { return strings.Replace(s, `"writes":3`, `"writes":4`, 1) },
-		"time":     func(s string) string { return strings.Replace(s, "1700000000", "1700000001", 1) },
-		"after":    func(s string) string { return strings.Replace(s, strings.Repeat("ab", 32), strings.Repeat("ac", 32), 1) },
+		"task":   func(s string) string { return strings.Replace(s, "task-42", "task-43", 1) },
+		"writes": func(s string) string { return strings.Replace(s, `"writes":3`, `"writes":4`, 1) },
+		"time":   func(s string) string { return strings.Replace(s, "1700000000", "1700000001", 1) },
+		"after": func(s string) string {
+			return strings.Replace(s, strings.Repeat("ab", 32), strings.Repeat("ac", 32), 1)
+		},
 		"sig byte": func(s string) string { return s[:len(s)-4] + "00\"}" },
 	} {
 		p, err := ParseReceipt([]byte(edit(line)))
