@@ -21,7 +21,8 @@ type Problem struct {
 func (p Problem) Error() string { return fmt.Sprintf("%s (reached via %s): %v", p.CID, p.Via, p.Err) }
 
 // Walk marks every block reachable from the given commits: the commits,
-// their ancestors, their tree nodes and values. With verifyValues, value
+// their ancestors, their tree nodes and values (with the chunks and chunk
+// nodes of chunked values). With verifyValues, value
 // blocks are read and re-hashed too (verify); otherwise only their presence
 // matters to the caller (gc). Tree nodes and commits are always read, and
 // thus re-hashed and decoded. Defects are collected, not fatal.
@@ -69,11 +70,25 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, ver
 			continue
 		}
 		trees = append(trees, subs...)
-		for _, v := range vals {
+		for len(vals) > 0 {
+			v := vals[len(vals)-1]
+			vals = vals[:len(vals)-1]
 			if _, ok := seen[v]; ok {
 				continue
 			}
 			seen[v] = struct{}{}
+			if v.Codec() == objects.CodecDagCBOR { // a chunked value: its node and list nodes link chunks
+				data, err := bs.Get(ctx, v)
+				if err == nil {
+					var links []objects.CID
+					if links, err = objects.ChunkLinks(data); err == nil {
+						vals = append(vals, links...)
+						continue
+					}
+				}
+				problems = append(problems, Problem{CID: v, Via: "chunked value in tree " + t.Short(), Err: err})
+				continue
+			}
 			if verifyValues {
 				if _, err := bs.Get(ctx, v); err != nil {
 					problems = append(problems, Problem{CID: v, Via: "value in tree " + t.Short(), Err: err})

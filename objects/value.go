@@ -1,25 +1,67 @@
 package objects
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 )
 
 // ContentSHA256 returns the sha256 of the content a value CID names. For a raw
-// value it is the CID's digest; no block is read.
+// value it is the CID's digest and no block is read; for a chunked file node
+// it is the node's "sha256" field (one block read).
 func ContentSHA256(ctx context.Context, bs BlockStore, v CID) ([32]byte, error) {
 	switch v.Codec() {
 	case CodecRaw:
 		return v.Digest(), nil
+	case CodecDagCBOR:
+		cn, err := readFileNode(ctx, bs, v)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		return [32]byte(cn.SHA256), nil
 	default:
-		return [32]byte{}, fmt.Errorf("%w: value %s has codec 0x%x; this build reads raw values only", ErrBadObject, v, v.Codec())
+		return [32]byte{}, fmt.Errorf("%w: value %s has codec 0x%x, want raw or a chunked file node", ErrBadObject, v, v.Codec())
 	}
 }
 
-// ReadValue returns the content of a value.
-func ReadValue(ctx context.Context, bs BlockStore, v CID) ([]byte, error) {
-	if v.Codec() != CodecRaw {
-		return nil, fmt.Errorf("%w: value %s has codec 0x%x; this build reads raw values only", ErrBadObject, v, v.Codec())
+// ContentSize returns the length of the content a value names, reading at
+// most the chunked file node (a raw value is read whole).
+func ContentSize(ctx context.Context, bs BlockStore, v CID) (uint64, error) {
+	if v.Codec() == CodecDagCBOR {
+		cn, err := readFileNode(ctx, bs, v)
+		if err != nil {
+			return 0, err
+		}
+		return cn.Size, nil
 	}
-	return bs.Get(ctx, v)
+	data, err := ReadValue(ctx, bs, v)
+	return uint64(len(data)), err
+}
+
+// ReadValue returns the content of a value: a raw block, or the chunks of a
+// chunked file node joined and checked against the node's size and sha256.
+func ReadValue(ctx context.Context, bs BlockStore, v CID) ([]byte, error) {
+	switch v.Codec() {
+	case CodecRaw:
+		return bs.Get(ctx, v)
+	case CodecDagCBOR:
+		cn, err := readFileNode(ctx, bs, v)
+		if err != nil {
+			return nil, err
+		}
+		if cn.Size > 1<<40 {
+			return nil, fmt.Errorf("%w: chunked value %s claims %d bytes", ErrBadObject, v, cn.Size)
+		}
+		out, err := appendChunks(ctx, bs, cn.Chunks, cn.Size, make([]byte, 0, min(cn.Size, 1<<30)), 0)
+		if err != nil {
+			return nil, fmt.Errorf("chunked value %s: %w", v, err)
+		}
+		if sum := sha256.Sum256(out); !bytes.Equal(sum[:], cn.SHA256) {
+			return nil, fmt.Errorf("%w: chunked value %s: content hashes to %x, its node records %x", ErrHashMismatch, v, sum, cn.SHA256)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("%w: value %s has codec 0x%x, want raw or a chunked file node", ErrBadObject, v, v.Codec())
+	}
 }
