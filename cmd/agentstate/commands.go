@@ -56,5 +56,6 @@ func coreCommands(e *env) []*cli.Command {
 			Flags: []cli.Flag{jsonFlag}, Action: e.cmdVerify},
 		{Name: "gc", Usage: "delete blocks nothing reaches", ArgsUsage: " ",
 			Flags: []cli.Flag{&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "report only"}}, Action: e.cmdGC},
+		e.receiptsCommand(),
 	}
 }
