@@ -75,3 +75,8 @@ else
   echo "restore mismatch" >&2; exit 1
 fi
 run snapshots
+
+say "The runtime: a Hermes-style task loop embedding agentstate (examples/hermes)"
+(cd "$repo" && go run ./examples/hermes -dir "$work/hermes")
+run --store "$work/hermes/store" --agent lumen log --oneline -n 8
+run --store "$work/hermes/store" --agent lumen receipts --verify
