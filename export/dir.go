@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/objects"
 )
@@ -39,6 +39,7 @@ type ScannedFile struct {
 	Key  string
 	Path string // on disk
 	Size int64
+	stat fileStat
 }
 
 // Scan lists the regular files under dir as keys in bytewise order. Symlinks,
@@ -95,7 +96,7 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 		if err != nil {
 			return fmt.Errorf("export: %s: %w", p, err)
 		}
-		files = append(files, ScannedFile{Key: key, Path: p, Size: info.Size()})
+		files = append(files, ScannedFile{Key: key, Path: p, Size: info.Size(), stat: fileStatOf(info)})
 		return nil
 	})
 	if err != nil {
@@ -164,16 +165,28 @@ func readRegular(p string) ([]byte, error) {
 }
 
 // BuildTree stores the given values and a tree mapping keys to them and
-// returns the tree's root.
+// returns the tree's root. A value longer than objects.ChunkThreshold is
+// stored chunked (objects.NewFileValue), so its tree entry is the chunked
+// file node, exactly as ImportDir would store it.
 func BuildTree(ctx context.Context, bs objects.BlockStore, files []ScannedFile, values []objects.Block) (objects.CID, error) {
-	if err := bs.Put(ctx, values...); err != nil {
-		return objects.CID{}, err
-	}
 	t := objects.NewTree(bs)
+	batch := make([]objects.Block, 0, len(values))
 	for i, f := range files {
-		if _, err := t.Put(ctx, f.Key, values[i].CID); err != nil {
+		v := values[i]
+		c := v.CID
+		if len(v.Data) > objects.ChunkThreshold {
+			var blocks []objects.Block
+			c, blocks = objects.NewFileValue(v.Data)
+			batch = append(batch, blocks...)
+		} else {
+			batch = append(batch, v)
+		}
+		if _, err := t.Put(ctx, f.Key, c); err != nil {
 			return objects.CID{}, err
 		}
+	}
+	if err := bs.Put(ctx, batch...); err != nil {
+		return objects.CID{}, err
 	}
 	return t.Commit(ctx)
 }
@@ -206,6 +219,12 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 	}
 	want := map[string]bool{}
 	wantDirs := map[string]bool{}
+	madeDirs := map[string]bool{}
+	type job struct {
+		key, dst string
+		v        objects.CID
+	}
+	var jobs []job
 	for e, err := range t.Entries(ctx, "") {
 		if err != nil {
 			return rep, err
@@ -221,25 +240,44 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 		if !strings.HasPrefix(dst, root+string(filepath.Separator)) {
 			return rep, fmt.Errorf("%w: key %q", ErrEscapes, e.Key)
 		}
-		if err := ensureDirs(root, filepath.Dir(e.Key)); err != nil {
-			return rep, err
+		if d := filepath.Dir(e.Key); !madeDirs[d] {
+			if err := ensureDirs(root, d); err != nil {
+				return rep, err
+			}
+			madeDirs[d] = true
 		}
-		same, err := sameContent(dst, e.Value)
+		jobs = append(jobs, job{e.Key, dst, e.Value})
+	}
+	// Compare and write files in parallel: each job touches its own path.
+	var written, unchanged atomic.Int64
+	err = parallel(ctx, len(jobs), func(i int) error {
+		j := jobs[i]
+		same, exists, err := sameContent(ctx, bs, j.dst, j.v)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		if same {
-			rep.Unchanged++
-			continue
+			unchanged.Add(1)
+			return nil
 		}
-		data, err := objects.ReadValue(ctx, bs, e.Value)
+		data, err := objects.ReadValue(ctx, bs, j.v)
 		if err != nil {
-			return rep, fmt.Errorf("export: value of %q: %w", e.Key, err)
+			return fmt.Errorf("export: value of %q: %w", j.key, err)
 		}
-		if err := writeAtomic(dst, data); err != nil {
-			return rep, err
+		if exists {
+			err = writeAtomic(j.dst, data)
+		} else {
+			err = writeNew(j.dst, data)
 		}
-		rep.Written++
+		if err != nil {
+			return err
+		}
+		written.Add(1)
+		return nil
+	})
+	rep.Written, rep.Unchanged = int(written.Load()), int(unchanged.Load())
+	if err != nil {
+		return rep, err
 	}
 	// Remove what the tree lacks, deepest first.
 	var extra []string
@@ -306,34 +344,89 @@ func ensureDirs(root, rel string) error {
 	return nil
 }
 
-// sameContent reports whether p is a regular file holding exactly v's content.
-func sameContent(p string, v objects.CID) (bool, error) {
+// sameContent reports whether p is a regular file holding exactly v's
+// content, and whether anything exists at p (a directory in the way is removed).
+func sameContent(ctx context.Context, bs objects.BlockStore, p string, v objects.CID) (same, exists bool, err error) {
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if !fi.Mode().IsRegular() {
 		if fi.IsDir() {
 			if err := os.RemoveAll(p); err != nil {
-				return false, fmt.Errorf("export: replacing directory %s with a file: %w", p, err)
+				return false, false, fmt.Errorf("export: replacing directory %s with a file: %w", p, err)
 			}
+			return false, false, nil
 		}
-		return false, nil
+		return false, true, nil
 	}
-	f, err := os.Open(p)
+	want, err := objects.ContentSHA256(ctx, bs, v)
 	if err != nil {
-		return false, err
+		return false, true, err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return false, err
+	got, err := FileSHA256(p)
+	if err != nil {
+		return false, true, err
 	}
-	d := v.Digest()
-	return bytes.Equal(h.Sum(nil), d[:]), nil
+	return got == want, true, nil
+}
+
+// writeNew creates dst, which did not exist a moment ago. O_EXCL with
+// O_NOFOLLOW refuses anything that appeared there since, symlinks included.
+func writeNew(dst string, data []byte) error {
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return writeAtomic(dst, data)
+	}
+	if err != nil {
+		return fmt.Errorf("export: writing %s: %w", dst, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644) // whatever the umask
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst)
+		return fmt.Errorf("export: writing %s: %w", dst, err)
+	}
+	return nil
+}
+
+// parallel calls fn(0..n-1) on a few goroutines and returns the first error.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var once sync.Once
+	var firstErr error
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0)*4, 32, max(n, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
 }
 
 func writeAtomic(dst string, data []byte) error {

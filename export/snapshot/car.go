@@ -79,7 +79,9 @@ func WriteCAR(ctx context.Context, w io.Writer, bs objects.BlockStore, commit ob
 		if err != nil {
 			return err
 		}
-		for _, v := range vals {
+		for len(vals) > 0 {
+			v := vals[0]
+			vals = vals[1:]
 			if seen[v] {
 				continue
 			}
@@ -90,6 +92,13 @@ func WriteCAR(ctx context.Context, w io.Writer, bs objects.BlockStore, commit ob
 			}
 			if err := block(v, vd); err != nil {
 				return err
+			}
+			if v.Codec() == objects.CodecDagCBOR { // a chunked value: its chunks and list nodes follow it
+				links, err := objects.ChunkLinks(vd)
+				if err != nil {
+					return fmt.Errorf("snapshot: CAR: chunked value %s: %w", v, err)
+				}
+				vals = append(links, vals...)
 			}
 		}
 		for _, s := range subs {

@@ -54,11 +54,11 @@ func commitBrain(t *testing.T, r *repo.Repo, agent string, files map[string]stri
 	ctx := context.Background()
 	tr := objects.NewTree(r.Blocks)
 	for _, k := range order {
-		v := objects.NewValue([]byte(files[k]))
-		if err := r.Blocks.Put(ctx, v); err != nil {
+		v, blocks := objects.NewFileValue([]byte(files[k]))
+		if err := r.Blocks.Put(ctx, blocks...); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tr.Put(ctx, k, v.CID); err != nil {
+		if _, err := tr.Put(ctx, k, v); err != nil {
 			t.Fatal(err)
 		}
 	}

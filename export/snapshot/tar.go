@@ -137,11 +137,11 @@ func ReadTar(ctx context.Context, r io.Reader, bs objects.BlockStore, skip bool)
 		if err != nil {
 			return err
 		}
-		v := objects.NewValue(data)
-		if err := bs.Put(ctx, v); err != nil {
+		v, blocks := objects.NewFileValue(data) // chunked above objects.ChunkThreshold, as every import path does
+		if err := bs.Put(ctx, blocks...); err != nil {
 			return err
 		}
-		_, err = t.Put(ctx, path, v.CID)
+		_, err = t.Put(ctx, path, v)
 		return err
 	}, tarball.ReadOptions{SkipUnsupported: skip})
 	if err != nil {

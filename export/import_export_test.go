@@ -1,0 +1,7 @@
+package export
+
+// DecodeStatCacheForTest exposes the stat cache decoder to the fuzzer.
+func DecodeStatCacheForTest(data []byte) error {
+	_, err := decodeStatCache(data)
+	return err
+}
