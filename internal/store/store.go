@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentstate/agentstate/objects"
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Namespaces.
@@ -117,14 +118,24 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 func open(dir string, opts Options) (*Store, error) {
+	// Tuned for a short-lived CLI as much as for a long-running runtime
+	// (docs/performance.md): opening allocates and maps a memtable and a
+	// value-log file, so both are kept small; values up to 256 KiB (SQLite
+	// pages, content-defined chunks, small files) live in the LSM tree,
+	// where ZSTD compresses them; L0 is compacted on close so tables do not
+	// pile up across many short processes.
 	bo := badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithSyncWrites(opts.Sync).
 		WithNumVersionsToKeep(1).
 		WithCompactL0OnClose(true).
 		WithReadOnly(opts.ReadOnly).
-		WithMemTableSize(16 << 20).
-		WithValueLogFileSize(256 << 20).
+		WithMemTableSize(8 << 20).
+		WithValueThreshold(256 << 10).
+		WithValueLogFileSize(64 << 20).
+		WithCompression(options.ZSTD).
+		WithZSTDCompressionLevel(3).
+		WithBlockSize(16 << 10).
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).
 		WithNumCompactors(2).
