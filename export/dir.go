@@ -44,7 +44,8 @@ type ScannedFile struct {
 
 // Scan lists the regular files under dir as keys in bytewise order. Symlinks,
 // devices, sockets and FIFOs are skipped and reported (never followed); a
-// file whose name is not a valid key is an error naming it.
+// file whose name is not a valid key is an error naming it. Directories are
+// read in parallel.
 func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -53,57 +54,117 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 	if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("%w: %s", ErrNotDir, dir)
 	}
-	var files []ScannedFile
-	var skipped []Skipped
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	var (
+		mu      sync.Mutex
+		files   []ScannedFile
+		skipped []Skipped
+	)
+	// scanOne reads one directory (key is its key prefix, "" at the top) and
+	// returns its subdirectories.
+	scanOne := func(p, key string) ([][2]string, error) {
+		ents, err := os.ReadDir(p)
 		if err != nil {
-			return fmt.Errorf("export: reading %s: %w", p, err)
+			return nil, fmt.Errorf("export: reading %s: %w", p, err)
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		key := filepath.ToSlash(rel)
-		t := d.Type()
-		switch {
-		case t.IsDir():
-			if d.Name() == StoreDirName {
-				skipped = append(skipped, Skipped{key + "/", "agentstate store directory"})
-				return filepath.SkipDir
+		var subs [][2]string
+		var fs_ []ScannedFile
+		var sk []Skipped
+		for _, d := range ents {
+			cp, ck := p+string(filepath.Separator)+d.Name(), key+d.Name()
+			t := d.Type()
+			switch {
+			case t.IsDir():
+				if d.Name() == StoreDirName {
+					sk = append(sk, Skipped{ck + "/", "agentstate store directory"})
+					continue
+				}
+				subs = append(subs, [2]string{cp, ck + "/"})
+				continue
+			case t&fs.ModeSymlink != 0:
+				sk = append(sk, Skipped{ck, "symbolic link (not followed)"})
+				continue
+			case !t.IsRegular():
+				sk = append(sk, Skipped{ck, "not a regular file (" + t.String() + ")"})
+				continue
 			}
-			return nil
-		case t&fs.ModeSymlink != 0:
-			skipped = append(skipped, Skipped{key, "symbolic link (not followed)"})
-			return nil
-		case !t.IsRegular():
-			skipped = append(skipped, Skipped{key, "not a regular file (" + t.String() + ")"})
-			return nil
+			if objects.IsDerived(ck) {
+				sk = append(sk, Skipped{ck, "derived file (regenerated on export, not stored)"})
+				continue
+			}
+			if err := objects.ValidateKey(ck); err != nil {
+				return nil, fmt.Errorf("export: %s: %w", cp, err)
+			}
+			info, err := d.Info()
+			if err != nil {
+				return nil, fmt.Errorf("export: %s: %w", cp, err)
+			}
+			if !info.Mode().IsRegular() { // replaced since the directory was read
+				sk = append(sk, Skipped{ck, "not a regular file (" + info.Mode().Type().String() + ")"})
+				continue
+			}
+			fs_ = append(fs_, ScannedFile{Key: ck, Path: cp, Size: info.Size(), stat: fileStatOf(info)})
 		}
-		if objects.IsDerived(key) {
-			skipped = append(skipped, Skipped{key, "derived file (regenerated on export, not stored)"})
-			return nil
-		}
-		if err := objects.ValidateKey(key); err != nil {
-			return fmt.Errorf("export: %s: %w", p, err)
-		}
-		info, err := d.Info()
-		if err != nil {
-			return fmt.Errorf("export: %s: %w", p, err)
-		}
-		files = append(files, ScannedFile{Key: key, Path: p, Size: info.Size(), stat: fileStatOf(info)})
-		return nil
-	})
-	if err != nil {
+		mu.Lock()
+		files, skipped = append(files, fs_...), append(skipped, sk...)
+		mu.Unlock()
+		return subs, nil
+	}
+	root := filepath.Clean(dir)
+	if err := walkParallel(ctx, [2]string{root, ""}, scanOne); err != nil {
 		return nil, nil, err
 	}
 	slices.SortFunc(files, func(a, b ScannedFile) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(skipped, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return files, skipped, nil
+}
+
+// walkParallel calls visit on root and on every directory visit returns,
+// on a few goroutines, and returns the first error.
+func walkParallel(ctx context.Context, root [2]string, visit func(p, key string) ([][2]string, error)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		cond     = sync.NewCond(&mu)
+		queue    = [][2]string{root}
+		pending  = 1 // queued or being visited
+		firstErr error
+	)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0)*2, 8) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				for len(queue) == 0 && pending > 0 && firstErr == nil {
+					cond.Wait()
+				}
+				if pending == 0 || firstErr != nil {
+					mu.Unlock()
+					return
+				}
+				d := queue[len(queue)-1]
+				queue = queue[:len(queue)-1]
+				mu.Unlock()
+				var subs [][2]string
+				err := ctx.Err()
+				if err == nil {
+					subs, err = visit(d[0], d[1])
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				queue = append(queue, subs...)
+				pending += len(subs) - 1
+				cond.Broadcast()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // ReadValues reads and hashes files in parallel and returns their value
