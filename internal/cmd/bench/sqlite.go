@@ -113,8 +113,13 @@ func w9SQLite(ctx context.Context, cfg *config, m *machineFigures) ([]row, error
 	ideal := first + changedBytes
 	limit := float64(ideal) * 1.5
 	verdict := verdictMax(float64(asBytes), limit)
-	if verdict == "met" && (asBytes >= gitBytes || (cfg.restic != "" && asBytes >= resBytes)) {
-		verdict = "MISSED: not below git and restic"
+	if verdict == "met" {
+		switch {
+		case asBytes >= gitBytes:
+			verdict = fmt.Sprintf("MISSED: %.2fx git", float64(asBytes)/float64(gitBytes))
+		case cfg.restic != "" && asBytes >= resBytes:
+			verdict = fmt.Sprintf("MISSED: %.2fx restic", float64(asBytes)/float64(resBytes))
+		}
 	}
 	note := fmt.Sprintf("one copy %s + changed pages %s (%d-byte pages, %.2f%% changed per version on average) = %s; target <= 1.5x that = %s. Median time per version: agentstate commit %s, git add+commit %s",
 		fmtBytes(first), fmtBytes(changedBytes), pageSize, 100*float64(changedBytes)/float64(pageSize)/float64(max(cfg.dbVersions-1, 1))/float64(pages),
