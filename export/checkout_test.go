@@ -26,19 +26,11 @@ func write(t *testing.T, p, content string) {
 func commitDir(t *testing.T, bs objects.BlockStore, dir string) (objects.CID, []export.Skipped) {
 	t.Helper()
 	ctx := context.Background()
-	files, skipped, err := export.Scan(ctx, dir)
+	res, err := export.ImportDir(ctx, bs, dir, export.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, err := export.ReadValues(ctx, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := export.BuildTree(ctx, bs, files, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root, skipped
+	return res.Tree, res.Skipped
 }
 
 func TestScanSkipsWhatIsNotBrainState(t *testing.T) {

@@ -167,43 +167,6 @@ func walkParallel(ctx context.Context, root [2]string, visit func(p, key string)
 	return firstErr
 }
 
-// ReadValues reads and hashes files in parallel and returns their value
-// blocks, in the same order.
-func ReadValues(ctx context.Context, files []ScannedFile) ([]objects.Block, error) {
-	out := make([]objects.Block, len(files))
-	var wg sync.WaitGroup
-	var once sync.Once
-	var firstErr error
-	next := make(chan int)
-	workers := min(runtime.GOMAXPROCS(0)*2, 16)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				data, err := readRegular(files[i].Path)
-				if err != nil {
-					once.Do(func() { firstErr = err })
-					continue
-				}
-				out[i] = objects.NewValue(data)
-			}
-		}()
-	}
-	for i := range files {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	return out, ctx.Err()
-}
-
 // readRegular reads a file without following a symlink swapped in since the scan.
 func readRegular(p string) ([]byte, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|oNoFollow, 0)
@@ -223,33 +186,6 @@ func readRegular(p string) ([]byte, error) {
 		return nil, fmt.Errorf("export: reading %s: %w", p, err)
 	}
 	return data, nil
-}
-
-// BuildTree stores the given values and a tree mapping keys to them and
-// returns the tree's root. A value longer than objects.ChunkThreshold is
-// stored chunked (objects.NewFileValue), so its tree entry is the chunked
-// file node, exactly as ImportDir would store it.
-func BuildTree(ctx context.Context, bs objects.BlockStore, files []ScannedFile, values []objects.Block) (objects.CID, error) {
-	t := objects.NewTree(bs)
-	batch := make([]objects.Block, 0, len(values))
-	for i, f := range files {
-		v := values[i]
-		c := v.CID
-		if len(v.Data) > objects.ChunkThreshold {
-			var blocks []objects.Block
-			c, blocks = objects.NewFileValue(v.Data)
-			batch = append(batch, blocks...)
-		} else {
-			batch = append(batch, v)
-		}
-		if _, err := t.Put(ctx, f.Key, c); err != nil {
-			return objects.CID{}, err
-		}
-	}
-	if err := bs.Put(ctx, batch...); err != nil {
-		return objects.CID{}, err
-	}
-	return t.Commit(ctx)
 }
 
 // CheckoutReport says what a checkout changed.

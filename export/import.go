@@ -127,6 +127,18 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	return res, nil
 }
 
+// StoreFiles reads files in parallel, turns each into its value with
+// objects.NewFileValue (the one way content becomes a value, so large files
+// are chunked exactly as on every other path), stores the blocks in batches
+// and calls done, from one goroutine, with each file's index and value CID.
+func StoreFiles(ctx context.Context, bs objects.BlockStore, files []ScannedFile, done func(i int, v objects.CID) error) error {
+	idx := make([]int, len(files))
+	for i := range idx {
+		idx[i] = i
+	}
+	return readInto(ctx, bs, files, idx, done)
+}
+
 // readInto reads the files at the given indexes in parallel, stores their
 // blocks in batches, and calls done (from one goroutine) with each value.
 func readInto(ctx context.Context, bs objects.BlockStore, files []ScannedFile, idx []int, done func(i int, v objects.CID) error) error {

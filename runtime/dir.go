@@ -209,19 +209,16 @@ func (rt *Runtime) scanDir(ctx context.Context, ds *dirState, abs string, base o
 		readInfo = append(readInfo, fi)
 	}
 	if len(toRead) > 0 {
-		vals, err := export.ReadValues(ctx, toRead)
-		if err != nil {
-			return objects.CID{}, stats, err
-		}
-		if err := rt.repo.Blocks.Put(ctx, vals...); err != nil {
-			return objects.CID{}, stats, fmt.Errorf("runtime: storing file contents: %w", err)
-		}
-		for i, f := range toRead {
-			if _, err := t.Put(ctx, f.Key, vals[i].CID); err != nil {
-				return objects.CID{}, stats, err
+		err := export.StoreFiles(ctx, rt.repo.Blocks, toRead, func(i int, v objects.CID) error {
+			f, fi := toRead[i], readInfo[i]
+			if _, err := t.Put(ctx, f.Key, v); err != nil {
+				return err
 			}
-			fi := readInfo[i]
-			next[f.Key] = statEntry{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: inode(fi), value: vals[i].CID, recorded: now}
+			next[f.Key] = statEntry{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: inode(fi), value: v, recorded: now}
+			return nil
+		})
+		if err != nil {
+			return objects.CID{}, stats, fmt.Errorf("runtime: storing file contents: %w", err)
 		}
 	}
 	stats.Read = len(toRead)

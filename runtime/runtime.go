@@ -323,18 +323,11 @@ func (rt *Runtime) load(ctx context.Context, name string) (AgentInfo, error) {
 }
 
 func (rt *Runtime) seed(ctx context.Context, agent, dir string) (objects.CID, error) {
-	files, _, err := export.Scan(ctx, dir)
+	res, err := export.ImportDir(ctx, rt.repo.Blocks, dir, export.ImportOptions{})
 	if err != nil {
 		return objects.CID{}, err
 	}
-	vals, err := export.ReadValues(ctx, files)
-	if err != nil {
-		return objects.CID{}, err
-	}
-	tree, err := export.BuildTree(ctx, rt.repo.Blocks, files, vals)
-	if err != nil {
-		return objects.CID{}, err
-	}
+	tree := res.Tree
 	c, _, err := rt.repo.CommitTree(ctx, repo.CommitRequest{Agent: agent, Tree: tree, Fresh: true, AllowEmpty: true,
 		Op: refs.OpImport, Message: "seed from " + filepath.Base(dir), Metadata: map[string]string{"agent": agent, "seed": filepath.Base(dir)}})
 	if errors.Is(err, refs.ErrConflict) {

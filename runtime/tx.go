@@ -178,15 +178,15 @@ func (tx *Tx) Put(ctx context.Context, key string, data []byte) error {
 	if err := objects.ValidateKey(key); err != nil {
 		return err
 	}
-	v := objects.NewValue(data)
-	changed, err := tx.tree.Put(ctx, key, v.CID)
+	v, blocks := objects.NewFileValue(data)
+	changed, err := tx.tree.Put(ctx, key, v)
 	if err != nil {
 		return fmt.Errorf("runtime: put %q: %w", key, err)
 	}
 	if !changed {
 		return nil
 	}
-	return tx.commitLocked(ctx, "put "+key, map[string]string{"op": "put", "key": key}, v)
+	return tx.commitLocked(ctx, "put "+key, map[string]string{"op": "put", "key": key}, blocks...)
 }
 
 // Delete removes key. Deleting a key that is not there writes nothing.

@@ -66,21 +66,14 @@ func (e *env) cmdCommit(c *cli.Context) error {
 	}
 	dir := c.Args().First()
 	return e.withRepo(func(r *repo.Repo) error {
-		files, skipped, err := export.Scan(e.ctx, dir)
+		res, err := export.ImportDir(e.ctx, r.Blocks, dir, export.ImportOptions{Cache: r.Store})
 		if err != nil {
 			return err
 		}
-		for _, s := range skipped {
+		for _, s := range res.Skipped {
 			fmt.Fprintf(e.stderr, "agentstate: skipped %s: %s\n", s.Path, s.Reason)
 		}
-		values, err := export.ReadValues(e.ctx, files)
-		if err != nil {
-			return err
-		}
-		tree, err := export.BuildTree(e.ctx, r.Blocks, files, values)
-		if err != nil {
-			return err
-		}
+		tree := res.Tree
 		return e.finishCommit(r, repo.CommitRequest{Agent: e.agent, Tree: tree, Message: c.String("message"),
 			Metadata: meta, AllowEmpty: c.Bool("allow-empty")})
 	})
@@ -158,11 +151,11 @@ func (e *env) cmdPut(c *cli.Context) error {
 		msg = "put " + key
 	}
 	return e.withRepo(func(r *repo.Repo) error {
-		v := objects.NewValue(data)
-		if err := r.Blocks.Put(e.ctx, v); err != nil {
+		v, blocks := objects.NewFileValue(data)
+		if err := r.Blocks.Put(e.ctx, blocks...); err != nil {
 			return err
 		}
-		return e.editHead(r, msg, func(t *objects.Tree) (bool, error) { return t.Put(e.ctx, key, v.CID) })
+		return e.editHead(r, msg, func(t *objects.Tree) (bool, error) { return t.Put(e.ctx, key, v) })
 	})
 }
 

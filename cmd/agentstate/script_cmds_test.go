@@ -88,6 +88,25 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		defer st.Close()
 		st.CorruptForTest(objects.NewValue([]byte(ts.ReadFile(args[1]))).CID, []byte("rot"))
 	},
+	// mkbig FILE BYTES [SEED]: write a file of pseudo-random bytes.
+	"mkbig": func(ts *testscript.TestScript, neg bool, args []string) {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		seed := uint64(1)
+		if len(args) > 2 {
+			s, _ := strconv.Atoi(args[2])
+			seed = uint64(s)
+		}
+		data := make([]byte, n)
+		x := seed*0x9e3779b97f4a7c15 + 1
+		for i := range data {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			data[i] = byte(x)
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(args[0]), data, 0o644))
+	},
 	// samefiles A B: directories A and B hold the same regular files.
 	"samefiles": func(ts *testscript.TestScript, neg bool, args []string) {
 		a, b := ts.MkAbs(args[0]), ts.MkAbs(args[1])

@@ -123,6 +123,12 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 	if dryRun || len(dead) == 0 {
 		return rep, nil
 	}
+	// Stat caches name values by CID without keeping them reachable: drop
+	// them before deleting anything, so a gc killed half-way cannot leave a
+	// cache pointing at deleted blocks.
+	if err := r.Store.DeleteMetaPrefix("statcache/"); err != nil {
+		return rep, fmt.Errorf("gc: dropping stat caches: %w", err)
+	}
 	if err := r.Store.Delete(ctx, dead...); err != nil {
 		return rep, fmt.Errorf("gc: deleting: %w", err)
 	}

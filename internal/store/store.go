@@ -368,3 +368,22 @@ func (s *Store) MetaPrefix(prefix string, fn func(name string, v []byte) error) 
 		return nil
 	})
 }
+
+// DeleteMetaPrefix removes every metadata record whose name starts with prefix.
+func (s *Store) DeleteMetaPrefix(prefix string) error {
+	var names []string
+	if err := s.MetaPrefix(prefix, func(name string, _ []byte) error {
+		names = append(names, name)
+		return nil
+	}); err != nil {
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, n := range names {
+		if err := wb.Delete(metaKey(n)); err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}
