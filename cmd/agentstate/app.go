@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/internal/repo"
+	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/refs"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -55,7 +56,32 @@ func (e *env) open() (*repo.Repo, error) {
 
 // withRepo opens the store, runs fn and closes the store.
 func (e *env) withRepo(fn func(r *repo.Repo) error) error {
-	r, err := e.open()
+	return e.withRepoMode(false, fn)
+}
+
+// withRepoRead is withRepo for commands that only read: the store is opened
+// read-only (faster to open), falling back to a normal open when Badger
+// refuses read-only (for example after an unclean shutdown, which a writer
+// must replay first).
+func (e *env) withRepoRead(fn func(r *repo.Repo) error) error {
+	return e.withRepoMode(true, fn)
+}
+
+func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
+	var r *repo.Repo
+	var err error
+	if readOnly {
+		dir, derr := e.storeDir()
+		if derr != nil {
+			return derr
+		}
+		r, err = repo.Open(dir, repo.Options{ReadOnly: true})
+		if err != nil && !errors.Is(err, store.ErrInUse) && !errors.Is(err, store.ErrNotStore) {
+			r, err = e.open()
+		}
+	} else {
+		r, err = e.open()
+	}
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func (e *env) cmdGet(c *cli.Context) error {
 	if err := objects.ValidateKey(key); err != nil {
 		return err
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		data, err := e.valueAt(r, c.String("at"), key)
 		if err != nil {
 			return err
@@ -71,7 +71,7 @@ func (e *env) cmdLs(c *cli.Context) error {
 		return err
 	}
 	prefix := c.Args().First()
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		id, err := r.Resolve(e.ctx, e.agent, c.String("at"))
 		if err != nil {
 			return err
@@ -184,7 +184,7 @@ func (e *env) cmdLog(c *cli.Context) error {
 		}
 	}
 	limit := c.Int("n")
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		start, err := r.Resolve(e.ctx, e.agent, rev)
 		if err != nil {
 			return err
@@ -246,7 +246,7 @@ func (e *env) cmdShow(c *cli.Context) error {
 			return err
 		}
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		if hasKey {
 			data, err := e.valueAt(r, rev, key)
 			if err != nil {
@@ -376,7 +376,7 @@ func (e *env) cmdDiff(c *cli.Context) error {
 	if rev2 == "" {
 		rev2 = "HEAD"
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		a, err := r.Resolve(e.ctx, e.agent, c.Args().Get(0))
 		if err != nil {
 			return err
@@ -444,7 +444,7 @@ func (e *env) cmdOplog(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		if _, err := r.Refs.Head(e.ctx, e.agent); err != nil {
 			return err
 		}
@@ -496,7 +496,7 @@ func (e *env) cmdAgents(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		heads, err := r.Refs.Agents(e.ctx)
 		if err != nil {
 			return err
@@ -539,7 +539,7 @@ func (e *env) cmdHash(c *cli.Context) error {
 	if rev == "" {
 		rev = "HEAD"
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		id, err := r.Resolve(e.ctx, e.agent, rev)
 		if err != nil {
 			return err
@@ -582,7 +582,7 @@ func (e *env) cmdVerify(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		rep, err := r.Verify(e.ctx)
 		if err != nil {
 			return err

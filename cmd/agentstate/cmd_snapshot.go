@@ -83,7 +83,7 @@ func (e *env) cmdExport(c *cli.Context) error {
 	if rev == "" {
 		rev = "HEAD"
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		id, err := r.Resolve(e.ctx, e.agent, rev)
 		if err != nil {
 			return err
@@ -455,7 +455,7 @@ func (e *env) cmdSnapshots(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		agent := e.agent
 		if c.Bool("all") {
 			agent = ""

@@ -286,7 +286,7 @@ func (e *env) cmdCheckout(c *cli.Context) error {
 	if err := nargs(c, 2, 2); err != nil {
 		return err
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error {
 		id, err := r.Resolve(e.ctx, e.agent, c.Args().Get(0))
 		if err != nil {
 			return err
