@@ -135,3 +135,23 @@ func TestCheckoutNeverWritesThroughSymlinks(t *testing.T) {
 		t.Fatalf("checkout into a file: %v", err)
 	}
 }
+
+func TestFileMetaRoundTrip(t *testing.T) {
+	m := export.FileMeta{Dir: filepath.Join(t.TempDir(), "cache")}
+	if _, ok, err := m.GetMeta("statcache//a/b"); ok || err != nil {
+		t.Fatalf("empty cache: %v %v", ok, err)
+	}
+	if err := m.SetMeta("statcache//a/b", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	m.SetMeta("statcache//a/b", []byte("v2"))
+	if v, ok, _ := m.GetMeta("statcache//a/b"); !ok || string(v) != "v2" {
+		t.Fatalf("got %q %v", v, ok)
+	}
+	if err := m.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := m.GetMeta("statcache//a/b"); ok {
+		t.Fatal("Clear left a record")
+	}
+}

@@ -66,7 +66,7 @@ func (e *env) cmdCommit(c *cli.Context) error {
 	}
 	dir := c.Args().First()
 	return e.withRepo(func(r *repo.Repo) error {
-		res, err := export.ImportDir(e.ctx, r.Blocks, dir, export.ImportOptions{Cache: r.Store})
+		res, err := export.ImportDir(e.ctx, r.Blocks, dir, export.ImportOptions{Cache: r.StatCache()})
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/export"
 	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
@@ -56,6 +57,12 @@ func Open(dir string, opts Options) (*Repo, error) {
 
 func wrap(dir string, s *store.Store) *Repo {
 	return &Repo{Dir: dir, Store: s, Refs: refs.New(s), Blocks: s, Now: Now}
+}
+
+// StatCache is where directory imports keep their stat caches: plain files
+// in the store directory (derivable, dropped by gc).
+func (r *Repo) StatCache() export.FileMeta {
+	return export.FileMeta{Dir: filepath.Join(r.Dir, "statcache")}
 }
 
 // Close closes the store.
