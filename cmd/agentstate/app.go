@@ -176,3 +176,11 @@ func nargs(c *cli.Context, min, max int) error {
 	}
 	return nil
 }
+
+// revArg returns the i-th argument as a revision, HEAD when it is absent.
+func revArg(c *cli.Context, i int) string {
+	if rev := c.Args().Get(i); rev != "" {
+		return rev
+	}
+	return "HEAD"
+}

@@ -173,10 +173,7 @@ func (e *env) cmdLog(c *cli.Context) error {
 	if err := nargs(c, 0, 1); err != nil {
 		return err
 	}
-	rev := c.Args().First()
-	if rev == "" {
-		rev = "HEAD"
-	}
+	rev := revArg(c, 0)
 	path := c.String("path")
 	if path != "" {
 		if err := objects.ValidateKey(path); err != nil {
@@ -372,10 +369,7 @@ func (e *env) cmdDiff(c *cli.Context) error {
 	if err := nargs(c, 1, 2); err != nil {
 		return err
 	}
-	rev2 := c.Args().Get(1)
-	if rev2 == "" {
-		rev2 = "HEAD"
-	}
+	rev2 := revArg(c, 1)
 	return e.withRepoRead(func(r *repo.Repo) error {
 		a, err := r.Resolve(e.ctx, e.agent, c.Args().Get(0))
 		if err != nil {
@@ -535,10 +529,7 @@ func (e *env) cmdHash(c *cli.Context) error {
 		fmt.Fprintln(e.stdout, h)
 		return nil
 	}
-	rev := c.Args().First()
-	if rev == "" {
-		rev = "HEAD"
-	}
+	rev := revArg(c, 0)
 	return e.withRepoRead(func(r *repo.Repo) error {
 		id, err := r.Resolve(e.ctx, e.agent, rev)
 		if err != nil {

@@ -79,10 +79,7 @@ func (e *env) cmdExport(c *cli.Context) error {
 	if format != "tar" && format != "car" {
 		return usagef("--format %q: want tar or car", format)
 	}
-	rev := c.Args().First()
-	if rev == "" {
-		rev = "HEAD"
-	}
+	rev := revArg(c, 0)
 	return e.withRepoRead(func(r *repo.Repo) error {
 		id, err := r.Resolve(e.ctx, e.agent, rev)
 		if err != nil {
@@ -343,10 +340,7 @@ func (e *env) cmdPush(c *cli.Context) error {
 	if err := nargs(c, 0, 1); err != nil {
 		return err
 	}
-	rev := c.Args().First()
-	if rev == "" {
-		rev = "HEAD"
-	}
+	rev := revArg(c, 0)
 	return e.withRepo(func(r *repo.Repo) error {
 		id, err := r.Resolve(e.ctx, e.agent, rev)
 		if err != nil {
