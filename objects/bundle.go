@@ -76,13 +76,32 @@ func (b *BundleHasher) Add(path string, contentSHA256 [32]byte) error {
 		b.err = fmt.Errorf("objects: bundle hash: path %q after %q is out of order", path, b.prev)
 		return b.err
 	}
-	leaf := sha3.NewLegacyKeccak256()
-	leaf.Write([]byte(path))
-	leaf.Write([]byte{0})
-	leaf.Write(contentSHA256[:])
-	b.outer.Write(leaf.Sum(nil))
+	leaf := BundleLeaf(path, contentSHA256)
+	b.outer.Write(leaf[:])
 	b.prev, b.n = path, b.n+1
 	return nil
+}
+
+// BundleLeaf is one file's leaf: keccak256(utf8(path) || 0x00 || sha256(content)).
+func BundleLeaf(path string, contentSHA256 [32]byte) [32]byte {
+	k := sha3.NewLegacyKeccak256()
+	k.Write([]byte(path))
+	k.Write([]byte{0})
+	k.Write(contentSHA256[:])
+	var leaf [32]byte
+	copy(leaf[:], k.Sum(nil))
+	return leaf
+}
+
+// HashLeaves is keccak256 over the concatenated leaves (given in path order).
+func HashLeaves(leaves [][32]byte) BundleHash {
+	k := sha3.NewLegacyKeccak256()
+	for i := range leaves {
+		k.Write(leaves[i][:])
+	}
+	var h BundleHash
+	copy(h[:], k.Sum(nil))
+	return h
 }
 
 // Sum returns the bundle hash of the files added so far.

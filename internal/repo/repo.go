@@ -32,6 +32,8 @@ type Repo struct {
 	Blocks objects.BlockStore
 	// Now returns the commit time; it honours SOURCE_DATE_EPOCH.
 	Now func() int64
+
+	leafCache leafCache
 }
 
 // Options open a repo.
@@ -231,10 +233,11 @@ func (r *Repo) BundleHash(ctx context.Context, tree objects.CID) (objects.Bundle
 	if v, ok, err := r.Store.GetMeta(key); err == nil && ok && len(v) == 32 {
 		return objects.BundleHash(v), nil
 	}
-	h, err := objects.TreeBundleHash(ctx, r.Blocks, tree)
+	ls, err := r.leaves(ctx, tree)
 	if err != nil {
-		return h, err
+		return objects.BundleHash{}, err
 	}
+	h := ls.hash()
 	_ = r.Store.SetMeta(key, h[:]) // a cache: failing to write it is harmless
 	return h, nil
 }

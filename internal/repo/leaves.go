@@ -1,0 +1,160 @@
+package repo
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/agentstate/agentstate/objects"
+)
+
+// A leafSet is a tree's bundle-hash leaves in key order (derived files left
+// out): keccak256(path || 0x00 || sha256(content)) per key. Keeping the sets
+// of recent trees in memory lets the bundle hash of a tree that differs from
+// one of them in a few keys be computed from the diff alone, without reading
+// the rest of the tree: what a runtime landing task after task needs.
+type leafSet struct {
+	keys   []string
+	leaves [][32]byte
+}
+
+// leafCacheSize bounds the sets kept; maxCachedLeaves bounds one set's size.
+const (
+	leafCacheSize   = 8
+	maxCachedLeaves = 1 << 18
+)
+
+type leafCache struct {
+	mu   sync.Mutex
+	sets map[objects.CID]*leafSet
+	lru  []objects.CID // oldest first
+}
+
+func (c *leafCache) get(tree objects.CID) *leafSet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sets[tree]
+}
+
+// recent returns the cached sets, newest first.
+func (c *leafCache) recent() []objects.CID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]objects.CID, 0, len(c.lru))
+	for i := len(c.lru) - 1; i >= 0; i-- {
+		out = append(out, c.lru[i])
+	}
+	return out
+}
+
+func (c *leafCache) put(tree objects.CID, s *leafSet) {
+	if len(s.keys) > maxCachedLeaves {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sets == nil {
+		c.sets = map[objects.CID]*leafSet{}
+	}
+	if _, ok := c.sets[tree]; ok {
+		return
+	}
+	c.sets[tree] = s
+	c.lru = append(c.lru, tree)
+	if len(c.lru) > leafCacheSize {
+		delete(c.sets, c.lru[0])
+		c.lru = c.lru[1:]
+	}
+}
+
+func leafOf(ctx context.Context, bs objects.BlockStore, key string, v objects.CID) ([32]byte, error) {
+	sum, err := objects.ContentSHA256(ctx, bs, v)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return objects.BundleLeaf(key, sum), nil
+}
+
+func (s *leafSet) hash() objects.BundleHash { return objects.HashLeaves(s.leaves) }
+
+// leaves returns the leaf set of tree: from the cache, by patching a cached
+// set with the diff to tree when that diff is small, or by walking tree.
+func (r *Repo) leaves(ctx context.Context, tree objects.CID) (*leafSet, error) {
+	if s := r.leafCache.get(tree); s != nil {
+		return s, nil
+	}
+	for _, base := range r.leafCache.recent() {
+		bs := r.leafCache.get(base)
+		if bs == nil {
+			continue
+		}
+		s, ok, err := r.patchLeaves(ctx, bs, base, tree)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			r.leafCache.put(tree, s)
+			return s, nil
+		}
+	}
+	t, err := objects.LoadTree(ctx, r.Blocks, tree)
+	if err != nil {
+		return nil, err
+	}
+	s := &leafSet{}
+	for e, err := range t.Entries(ctx, "") {
+		if err != nil {
+			return nil, err
+		}
+		if objects.ExcludedFromBundle(e.Key) {
+			continue
+		}
+		leaf, err := leafOf(ctx, r.Blocks, e.Key, e.Value)
+		if err != nil {
+			return nil, err
+		}
+		s.keys = append(s.keys, e.Key)
+		s.leaves = append(s.leaves, leaf)
+	}
+	r.leafCache.put(tree, s)
+	return s, nil
+}
+
+// patchLeaves applies the diff from base to tree to base's leaf set. It gives
+// up (ok == false) when the diff is not small next to the set.
+func (r *Repo) patchLeaves(ctx context.Context, base *leafSet, baseTree, tree objects.CID) (*leafSet, bool, error) {
+	limit := len(base.keys)/4 + 16
+	var changes []objects.Change
+	for ch, err := range objects.DiffTrees(ctx, r.Blocks, baseTree, tree) {
+		if err != nil {
+			return nil, false, err
+		}
+		if objects.ExcludedFromBundle(ch.Path) {
+			continue
+		}
+		changes = append(changes, ch)
+		if len(changes) > limit {
+			return nil, false, nil
+		}
+	}
+	out := &leafSet{keys: make([]string, 0, len(base.keys)+len(changes)), leaves: make([][32]byte, 0, len(base.keys)+len(changes))}
+	i := 0
+	for _, ch := range changes {
+		for i < len(base.keys) && strings.Compare(base.keys[i], ch.Path) < 0 {
+			out.keys, out.leaves = append(out.keys, base.keys[i]), append(out.leaves, base.leaves[i])
+			i++
+		}
+		if i < len(base.keys) && base.keys[i] == ch.Path {
+			i++ // modified or removed: drop the old leaf
+		}
+		if ch.Change != objects.Removed {
+			leaf, err := leafOf(ctx, r.Blocks, ch.Path, ch.New)
+			if err != nil {
+				return nil, false, err
+			}
+			out.keys, out.leaves = append(out.keys, ch.Path), append(out.leaves, leaf)
+		}
+	}
+	out.keys, out.leaves = append(out.keys, base.keys[i:]...), append(out.leaves, base.leaves[i:]...)
+	return out, true, nil
+}
