@@ -32,9 +32,17 @@ func (e *env) cmdGet(c *cli.Context) error {
 		return err
 	}
 	return e.withRepoRead(func(r *repo.Repo) error {
-		data, err := e.valueAt(r, c.String("at"), key)
+		v, data, err := e.lookup(r, c.String("at"), key)
 		if err != nil {
 			return err
+		}
+		if c.Bool("json") {
+			return e.writeJSON(struct {
+				Path    string      `json:"path"`
+				CID     objects.CID `json:"cid"`
+				Size    int         `json:"size"`
+				Content []byte      `json:"content"` // base64
+			}{key, v, len(data), data})
 		}
 		_, err = e.stdout.Write(data)
 		return err
@@ -42,22 +50,29 @@ func (e *env) cmdGet(c *cli.Context) error {
 }
 
 func (e *env) valueAt(r *repo.Repo, rev, key string) ([]byte, error) {
+	_, data, err := e.lookup(r, rev, key)
+	return data, err
+}
+
+// lookup returns the value CID and content of key at rev.
+func (e *env) lookup(r *repo.Repo, rev, key string) (objects.CID, []byte, error) {
 	id, err := r.Resolve(e.ctx, e.agent, rev)
 	if err != nil {
-		return nil, err
+		return objects.CID{}, nil, err
 	}
 	t, err := r.Tree(e.ctx, id)
 	if err != nil {
-		return nil, err
+		return objects.CID{}, nil, err
 	}
 	v, ok, err := t.Get(e.ctx, key)
 	if err != nil {
-		return nil, err
+		return objects.CID{}, nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("key %q does not exist at %s (%s)", key, rev, id.Short())
+		return objects.CID{}, nil, fmt.Errorf("key %q does not exist at %s (%s)", key, rev, id.Short())
 	}
-	return objects.ReadValue(e.ctx, r.Blocks, v)
+	data, err := objects.ReadValue(e.ctx, r.Blocks, v)
+	return v, data, err
 }
 
 type lsEntry struct {
@@ -526,6 +541,9 @@ func (e *env) cmdHash(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		if c.Bool("json") {
+			return e.writeJSON(map[string]string{"bundleHash": h.String(), "dir": dir})
+		}
 		fmt.Fprintln(e.stdout, h)
 		return nil
 	}
@@ -535,9 +553,16 @@ func (e *env) cmdHash(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		h, err := r.CommitBundleHash(e.ctx, id)
+		cm, err := r.Commit(e.ctx, id)
 		if err != nil {
 			return err
+		}
+		h, err := r.BundleHash(e.ctx, cm.Tree)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return e.writeJSON(map[string]string{"bundleHash": h.String(), "commit": id.String(), "tree": cm.Tree.String()})
 		}
 		fmt.Fprintln(e.stdout, h)
 		return nil
