@@ -230,31 +230,11 @@ func (c *Client) call(ctx context.Context, name, what string, to common.Address,
 // fee plus the tip) when the chain has a base fee, else a legacy gas price.
 // The gas limit is the estimate plus 20%.
 func (c *Client) SetText(ctx context.Context, name, key, value string, signer *ecdsa.PrivateKey) (common.Hash, error) {
-	if signer == nil {
-		return common.Hash{}, &Error{Op: "setText", Name: name, Err: ErrNoSigner}
-	}
-	n, err := node(name)
+	tx, err := c.simulateSetText(ctx, name, key, value, signer)
 	if err != nil {
 		return common.Hash{}, err
 	}
-	res, err := c.resolver(ctx, name, n)
-	if err != nil {
-		return common.Hash{}, err
-	}
-	from := crypto.PubkeyToAddress(signer.PublicKey)
-	op := opName(resolverABI, "setText", "resolver", res)
-	data, err := resolverABI.Pack("setText", n, key, value)
-	if err != nil {
-		return common.Hash{}, &Error{Op: op, Name: name, Err: fmt.Errorf("encode call: %w", err)}
-	}
-	gas, err := c.backend.EstimateGas(ctx, ethereum.CallMsg{From: from, To: &res, Data: data})
-	if err != nil {
-		if isRevert(err) {
-			return common.Hash{}, c.refused(ctx, name, n, from, res, common.Hash{}, err)
-		}
-		return common.Hash{}, &Error{Op: "estimate gas for " + op, Name: name, Err: rpcFail(err)}
-	}
-	gas += gas / 5
+	n, res, from, op, data, gas := tx.node, tx.resolver, tx.from, tx.op, tx.data, tx.gas
 
 	hash, err := c.send(ctx, name, op, from, res, data, gas, signer)
 	if err != nil {
@@ -268,6 +248,55 @@ func (c *Client) SetText(ctx context.Context, name, key, value string, signer *e
 		return hash, c.refused(ctx, name, n, from, res, hash, errors.New("transaction status 0"))
 	}
 	return hash, nil
+}
+
+// setTextCall is a simulated setText, ready to send.
+type setTextCall struct {
+	node           [32]byte
+	resolver, from common.Address
+	op             string
+	data           []byte
+	gas            uint64
+}
+
+// simulateSetText finds name's resolver and simulates setText from the
+// signer's address (eth_estimateGas), turning a revert into the same typed
+// errors SetText returns. Nothing is sent.
+func (c *Client) simulateSetText(ctx context.Context, name, key, value string, signer *ecdsa.PrivateKey) (setTextCall, error) {
+	var tx setTextCall
+	if signer == nil {
+		return tx, &Error{Op: "setText", Name: name, Err: ErrNoSigner}
+	}
+	n, err := node(name)
+	if err != nil {
+		return tx, err
+	}
+	res, err := c.resolver(ctx, name, n)
+	if err != nil {
+		return tx, err
+	}
+	from := crypto.PubkeyToAddress(signer.PublicKey)
+	op := opName(resolverABI, "setText", "resolver", res)
+	data, err := resolverABI.Pack("setText", n, key, value)
+	if err != nil {
+		return tx, &Error{Op: op, Name: name, Err: fmt.Errorf("encode call: %w", err)}
+	}
+	gas, err := c.backend.EstimateGas(ctx, ethereum.CallMsg{From: from, To: &res, Data: data})
+	if err != nil {
+		if isRevert(err) {
+			return tx, c.refused(ctx, name, n, from, res, common.Hash{}, err)
+		}
+		return tx, &Error{Op: "estimate gas for " + op, Name: name, Err: rpcFail(err)}
+	}
+	return setTextCall{node: n, resolver: res, from: from, op: op, data: data, gas: gas + gas/5}, nil
+}
+
+// CheckSetText reports whether signer may set name's text record key to
+// value, by simulating the call (no transaction, no gas spent): nil, or the
+// error SetText would return (ErrNoResolver, ErrUnauthorised, ...).
+func (c *Client) CheckSetText(ctx context.Context, name, key, value string, signer *ecdsa.PrivateKey) error {
+	_, err := c.simulateSetText(ctx, name, key, value, signer)
+	return err
 }
 
 // send builds, signs and submits one transaction.

@@ -322,16 +322,21 @@ func TestAmnesiaOverENSAndWalrus(t *testing.T) {
 	}
 	fresh.ok("verify")
 
-	// A signer that does not own the name cannot repoint it; the blob is
-	// stored but the record keeps the old id. The owner then can.
+	// A signer that does not own the name cannot repoint it: the push is
+	// refused before anything is uploaded and the record keeps the old id.
+	// The owner then can.
 	if err := os.WriteFile(filepath.Join(brain, "system.md"), []byte("You are lumen, restored.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fresh.ok("commit", "-m", "after amnesia", brain)
+	blobsBefore := srv.NumBlobs()
 	stderr = fresh.fails(args("push", []string{"--key", snapKey, "--eth-key", strangerKey}, chainFlags, walrusFlags)...)
 	t.Logf("stranger: %s", stderr)
-	if !strings.Contains(stderr, "not authorised") || !strings.Contains(stderr, enstest.Address(stranger).Hex()) {
+	if !strings.Contains(stderr, "not authorised") || !strings.Contains(stderr, enstest.Address(stranger).Hex()) || !strings.Contains(stderr, "nothing was uploaded") {
 		t.Fatalf("push signed by a stranger: %s", stderr)
+	}
+	if srv.NumBlobs() != blobsBefore {
+		t.Fatalf("a refused push uploaded %d blobs", srv.NumBlobs()-blobsBefore)
 	}
 	if got := chain.Text(t, name, ens.PointerKey); got != pushed.BlobID {
 		t.Fatalf("after a refused push the record is %q, want %s", got, pushed.BlobID)

@@ -63,6 +63,11 @@ func removeTemp(f *os.File) {
 // pointer. Memory stays bounded: the tar and ciphertext are staged in files.
 func (p *Pipeline) Push(ctx context.Context, agent string, commit objects.CID) (Record, error) {
 	rec := Record{Op: "push", Agent: agent, Commit: commit, Time: time.Now().Unix()}
+	if pf, ok := p.Pointer.(Preflighter); ok {
+		if err := pf.Preflight(ctx, agent); err != nil {
+			return rec, fmt.Errorf("snapshot: the pointer for %q cannot be updated, so nothing was uploaded: %w", agent, err)
+		}
+	}
 	cm, err := p.Repo.Commit(ctx, commit)
 	if err != nil {
 		return rec, err

@@ -25,6 +25,12 @@ type Pointer interface {
 	Where(agent string) string
 }
 
+// Preflighter is an optional ability of a Pointer: check, before anything is
+// uploaded, that a Write for the agent would be accepted.
+type Preflighter interface {
+	Preflight(ctx context.Context, agent string) error
+}
+
 // FilePointer keeps one file per agent in a directory: the embedded default
 // (the directory is "pointers" inside the store unless configured).
 type FilePointer struct{ Dir string }
@@ -113,6 +119,21 @@ func (p ENSPointer) Read(ctx context.Context, agent string) (walrus.BlobID, erro
 		return "", fmt.Errorf("snapshot: ENS %s record %s holds %q: %w", name, ens.PointerKey, v, err)
 	}
 	return id, nil
+}
+
+// Preflight simulates the record update (no transaction): a missing resolver
+// or a signer the resolver does not authorise is reported before a push
+// uploads anything.
+func (p ENSPointer) Preflight(ctx context.Context, agent string) error {
+	if p.Signer == nil {
+		return fmt.Errorf("snapshot: writing the ENS pointer needs a signing key (--eth-key FILE)")
+	}
+	name, err := p.Names(agent)
+	if err != nil {
+		return err
+	}
+	// Any well-formed blob id: the resolver authorises by node, not by value.
+	return p.Client.CheckSetText(ctx, name, ens.PointerKey, strings.Repeat("A", walrus.BlobIDLen), p.Signer)
 }
 
 func (p ENSPointer) Write(ctx context.Context, agent string, id walrus.BlobID) error {
