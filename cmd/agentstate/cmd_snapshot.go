@@ -467,6 +467,10 @@ func (e *env) cmdSnapshots(c *cli.Context) error {
 		epoch := c.Int64("epoch")
 		for i := len(recs) - 1; i >= 0; i-- {
 			rec := recs[i]
+			if rec.Error != "" {
+				fmt.Fprintf(e.stdout, "%s %-7s %-8s FAILED %s: %s\n", fmtTime(rec.Time), rec.Op, rec.Agent, rec.Commit.Short(), oneLine(rec.Error))
+				continue
+			}
 			line := fmt.Sprintf("%s %-7s %-8s %s %s %s", fmtTime(rec.Time), rec.Op, rec.Agent, rec.BlobID, rec.Commit.Short(), rec.BundleHash)
 			if rec.EndEpoch > 0 {
 				line += fmt.Sprintf(" until epoch %d", rec.EndEpoch)

@@ -43,6 +43,7 @@ type Record struct {
 	Pointer          string        `json:"pointer,omitempty"`
 	Receipts         int           `json:"receipts,omitempty"` // restore: receipts re-ingested
 	Time             int64         `json:"time"`
+	Error            string        `json:"error,omitempty"` // a failed push: what went wrong
 }
 
 func (p *Pipeline) temp(pattern string) (*os.File, error) {
@@ -61,8 +62,16 @@ func removeTemp(f *os.File) {
 // Push exports commit as the agent's snapshot: the deterministic tar with the
 // agent's receipt tape, encrypted, stored as a blob, and published through the
 // pointer. Memory stays bounded: the tar and ciphertext are staged in files.
-func (p *Pipeline) Push(ctx context.Context, agent string, commit objects.CID) (Record, error) {
-	rec := Record{Op: "push", Agent: agent, Commit: commit, Time: time.Now().Unix()}
+func (p *Pipeline) Push(ctx context.Context, agent string, commit objects.CID) (rec Record, err error) {
+	rec = Record{Op: "push", Agent: agent, Commit: commit, Time: time.Now().Unix()}
+	defer func() {
+		if err != nil && refs.ValidateAgent(agent) == nil {
+			// Failed pushes are kept too, so 'agentstate snapshots' shows them.
+			failed := rec
+			failed.Error = err.Error()
+			_ = p.record(failed)
+		}
+	}()
 	if pf, ok := p.Pointer.(Preflighter); ok {
 		if err := pf.Preflight(ctx, agent); err != nil {
 			return rec, fmt.Errorf("snapshot: the pointer for %q cannot be updated, so nothing was uploaded: %w", agent, err)

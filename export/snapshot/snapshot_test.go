@@ -403,3 +403,23 @@ func TestRestoreRefusals(t *testing.T) {
 		t.Fatalf("missing pointer: %v", err)
 	}
 }
+
+type refusingStore struct{ walrus.Store }
+
+func (refusingStore) Put(ctx context.Context, r io.Reader, size int64, opts walrus.StoreOptions) (walrus.Stored, error) {
+	return walrus.Stored{}, fmt.Errorf("refused: %w", walrus.ErrUnavailable)
+}
+
+func TestFailedPushIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	c := commitBrain(t, r, "lumen", brain, keys(brain, false))
+	p := &snapshot.Pipeline{Repo: r, Cipher: testKey(t), Blobs: refusingStore{}, Pointer: snapshot.FilePointer{Dir: t.TempDir()}}
+	if _, err := p.Push(ctx, "lumen", c); !errors.Is(err, walrus.ErrUnavailable) {
+		t.Fatalf("push to a refusing store: %v", err)
+	}
+	recs, err := snapshot.Records(r, "lumen")
+	if err != nil || len(recs) != 1 || recs[0].Error == "" || recs[0].Commit != c {
+		t.Fatalf("records after a failed push: %+v %v", recs, err)
+	}
+}
