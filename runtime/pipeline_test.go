@@ -139,7 +139,7 @@ func TestPipelineBlockedStoreThenColdRestore(t *testing.T) {
 		t.Fatalf("last snapshot %+v, HEAD %s", last, head)
 	}
 	all, _ := snapshot.Records(rt.repo, "lumen")
-	var recs []snapshot.Record // successful pushes; a push that timed out under load is recorded as failed
+	var recs []snapshot.Record // successful pushes (failed ones are recorded too)
 	for _, r := range all {
 		if r.Error == "" {
 			recs = append(recs, r)
