@@ -478,7 +478,9 @@ func TestCloseRefusesNewWork(t *testing.T) {
 	<-started
 	closed := make(chan error)
 	go func() { closed <- rt.Close() }()
-	time.Sleep(20 * time.Millisecond)
+	for !rt.closed.Load() { // Close has begun (it now waits for the running task)
+		time.Sleep(time.Millisecond)
+	}
 	if _, err := rt.RunTask(ctx, "a", Task{ID: "u"}, put("k", "v")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("task after Close: %v", err)
 	}
