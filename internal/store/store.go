@@ -142,6 +142,10 @@ func open(dir string, opts Options) (*Store, error) {
 		WithDetectConflicts(true)
 	if opts.InMemory {
 		bo = bo.WithDir("").WithValueDir("").WithInMemory(true)
+	} else if !opts.ReadOnly {
+		if err := removeEmptyLogs(dir); err != nil {
+			return nil, err
+		}
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
@@ -151,6 +155,29 @@ func open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: opening %s: %w", dir, err)
 	}
 	return &Store{db: db}, nil
+}
+
+// removeEmptyLogs deletes zero-length memtable (.mem) and value-log (.vlog)
+// files. Badger creates such a file and then sizes it; a process killed in
+// between leaves an empty file that Badger refuses to open ("Create a new
+// file"). An empty log holds no data, so removing it loses nothing.
+func removeEmptyLogs(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // Badger reports a missing or unreadable directory itself
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return fmt.Errorf("store: removing empty log %s left by an interrupted process: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Close flushes and closes the database.
