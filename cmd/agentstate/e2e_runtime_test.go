@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/internal/repo"
 	"github.com/agentstate/agentstate/internal/tape"
@@ -65,5 +67,39 @@ func TestReceiptsFromRuntime(t *testing.T) {
 	code, out, stderr = runCLI(t, "--store", dir, "--agent", "lumen", "receipts", "--verify")
 	if code != 1 || !strings.Contains(out+stderr, "t-evil") {
 		t.Fatalf("forged receipt not caught: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// TestStoreInUse: while one process (here: this test) has the store open,
+// commands fail at once with a clear "in use" error and change nothing.
+func TestStoreInUse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	val := filepath.Join(t.TempDir(), "v.txt")
+	if err := os.WriteFile(val, []byte("v"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "--store", dir, "init"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := runCLI(t, "--store", dir, "--agent", "a", "put", "k", val); code != 0 {
+		t.Fatal(stderr)
+	}
+	r, err := repo.Open(dir, repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"log"}, {"put", "k2", val}, {"verify"}} {
+		start := time.Now()
+		code, _, stderr := runCLI(t, append([]string{"--store", dir, "--agent", "a"}, args...)...)
+		if code != 1 || !strings.Contains(stderr, "in use") || strings.Count(stderr, "\n") != 1 {
+			t.Fatalf("%v while the store is open elsewhere: exit %d, %q", args, code, stderr)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("%v took %s to fail: it should not wait for the lock", args, d)
+		}
+	}
+	r.Close()
+	if code, out, _ := runCLI(t, "--store", dir, "--agent", "a", "ls"); code != 0 || out != "k\n" {
+		t.Fatalf("after the holder closed: exit %d %q", code, out)
 	}
 }
