@@ -15,6 +15,9 @@ import (
 // Part of the frozen format: changing it moves every tree CID.
 const LayerBits = 4
 
+// layerBits is LayerBits; only the fanout benchmark changes it.
+var layerBits = LayerBits
+
 // KeyLayer returns the layer of key: the count of leading zero bits of
 // sha256(key), divided by LayerBits (rounded down).
 func KeyLayer(key string) int {
@@ -28,7 +31,7 @@ func KeyLayer(key string) int {
 		zeros += bits.LeadingZeros8(b)
 		break
 	}
-	return zeros / LayerBits
+	return zeros / layerBits
 }
 
 // Entry is one key of a tree and the CID of its value.
