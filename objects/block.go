@@ -30,7 +30,10 @@ func Verify(c CID, data []byte) error {
 type BlockStore interface {
 	Get(ctx context.Context, c CID) ([]byte, error)
 	Has(ctx context.Context, c CID) (bool, error)
-	// Put stores blocks atomically: after a crash either all or none are present.
+	// Put stores blocks. A crash part-way may leave some of them stored; since
+	// blocks are immutable and content-addressed that is harmless (gc removes
+	// what nothing reaches), so callers store blocks before the refs that
+	// reach them, children before parents.
 	Put(ctx context.Context, blocks ...Block) error
 }
 
