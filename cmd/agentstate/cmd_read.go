@@ -267,11 +267,7 @@ func (e *env) cmdShow(c *cli.Context) error {
 			_, err = e.stdout.Write(data)
 			return err
 		}
-		id, err := r.Resolve(e.ctx, e.agent, rev)
-		if err != nil {
-			return err
-		}
-		cm, err := r.Commit(e.ctx, id)
+		id, cm, err := r.ResolveCommit(e.ctx, e.agent, rev)
 		if err != nil {
 			return err
 		}
@@ -549,11 +545,7 @@ func (e *env) cmdHash(c *cli.Context) error {
 	}
 	rev := revArg(c, 0)
 	return e.withRepoRead(func(r *repo.Repo) error {
-		id, err := r.Resolve(e.ctx, e.agent, rev)
-		if err != nil {
-			return err
-		}
-		cm, err := r.Commit(e.ctx, id)
+		id, cm, err := r.ResolveCommit(e.ctx, e.agent, rev)
 		if err != nil {
 			return err
 		}

@@ -81,11 +81,7 @@ func (e *env) cmdExport(c *cli.Context) error {
 	}
 	rev := revArg(c, 0)
 	return e.withRepoRead(func(r *repo.Repo) error {
-		id, err := r.Resolve(e.ctx, e.agent, rev)
-		if err != nil {
-			return err
-		}
-		cm, err := r.Commit(e.ctx, id)
+		id, cm, err := r.ResolveCommit(e.ctx, e.agent, rev)
 		if err != nil {
 			return err
 		}

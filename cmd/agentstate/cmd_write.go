@@ -287,11 +287,7 @@ func (e *env) cmdCheckout(c *cli.Context) error {
 		return err
 	}
 	return e.withRepoRead(func(r *repo.Repo) error {
-		id, err := r.Resolve(e.ctx, e.agent, c.Args().Get(0))
-		if err != nil {
-			return err
-		}
-		cm, err := r.Commit(e.ctx, id)
+		id, cm, err := r.ResolveCommit(e.ctx, e.agent, c.Args().Get(0))
 		if err != nil {
 			return err
 		}

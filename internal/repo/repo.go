@@ -120,6 +120,16 @@ func (r *Repo) Resolve(ctx context.Context, agent, rev string) (objects.CID, err
 	return r.Resolver().Resolve(ctx, agent, rev)
 }
 
+// ResolveCommit resolves a revision for agent and reads the commit it names.
+func (r *Repo) ResolveCommit(ctx context.Context, agent, rev string) (objects.CID, *objects.Commit, error) {
+	id, err := r.Resolve(ctx, agent, rev)
+	if err != nil {
+		return objects.CID{}, nil, err
+	}
+	c, err := r.Commit(ctx, id)
+	return id, c, err
+}
+
 // Commit reads a commit.
 func (r *Repo) Commit(ctx context.Context, c objects.CID) (*objects.Commit, error) {
 	return dag.ReadCommit(ctx, r.Blocks, c)
