@@ -100,19 +100,28 @@ func w1Import(ctx context.Context, cfg *config, m *machineFigures) ([]row, error
 	}}, nil
 }
 
-func w2Change(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
+// tenKImported returns a runner and the 10k-file workload, its first import done.
+func tenKImported(ctx context.Context, cfg *config) (*runner, *tenK, error) {
 	r, err := newRunner(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t, err := prepTenK(ctx, cfg, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t.firstCID == "" {
 		if _, _, err := t.importOnce(ctx, cfg, r); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+	}
+	return r, t, nil
+}
+
+func w2Change(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
+	r, t, err := tenKImported(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
 	// Let every file age past the racy window (1 s) of both tools, then let
 	// each refresh its index once, as a user's previous command would have.
@@ -357,18 +366,9 @@ func w4Log(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
 }
 
 func w5Checkout(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
-	r, err := newRunner(cfg)
+	r, t, err := tenKImported(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	t, err := prepTenK(ctx, cfg, r)
-	if err != nil {
-		return nil, err
-	}
-	if t.firstCID == "" {
-		if _, _, err := t.importOnce(ctx, cfg, r); err != nil {
-			return nil, err
-		}
 	}
 	var as, gt []time.Duration
 	for i := range cfg.reps {
