@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentstate/agentstate/export"
 	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/objects/memstore"
 )
 
@@ -97,7 +98,11 @@ func BenchmarkWriteTar(b *testing.B) {
 	b.SetBytes(total)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := snapshot.WriteTar(ctx, io.Discard, bs, res.Tree, nil); err != nil {
+		bundle, err := objects.TreeBundleHash(ctx, bs, res.Tree)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := snapshot.WriteTar(ctx, io.Discard, bs, res.Tree, bundle, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

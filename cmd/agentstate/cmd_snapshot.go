@@ -99,7 +99,11 @@ func (e *env) cmdExport(c *cli.Context) error {
 					return err
 				}
 			}
-			st, err := snapshot.WriteTar(e.ctx, w, r.Blocks, cm.Tree, receipts)
+			h, err := r.BundleHash(e.ctx, cm.Tree)
+			if err != nil {
+				return err
+			}
+			st, err := snapshot.WriteTar(e.ctx, w, r.Blocks, cm.Tree, h, receipts)
 			if err == nil {
 				fmt.Fprintf(e.stderr, "exported %s as tar: %d files, %d bytes\n", id.Short(), st.Files, st.TarBytes)
 			}

@@ -97,7 +97,7 @@ func (p *Pipeline) Push(ctx context.Context, agent string, commit objects.CID) (
 	}
 	defer removeTemp(plain)
 	sum := sha256.New()
-	if _, err := WriteTar(ctx, io.MultiWriter(plain, sum), p.Repo.Blocks, cm.Tree, receipts); err != nil {
+	if _, err := WriteTar(ctx, io.MultiWriter(plain, sum), p.Repo.Blocks, cm.Tree, h, receipts); err != nil {
 		return rec, err
 	}
 	var digest [32]byte

@@ -95,7 +95,7 @@ func exportTar(t *testing.T, r *repo.Repo, commit objects.CID) []byte {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := snapshot.WriteTar(context.Background(), &buf, r.Blocks, cm.Tree, nil); err != nil {
+	if _, err := snapshot.WriteTar(context.Background(), &buf, r.Blocks, cm.Tree, mustBundle(t, r, cm.Tree), nil); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -422,4 +422,13 @@ func TestFailedPushIsRecorded(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Error == "" || recs[0].Commit != c {
 		t.Fatalf("records after a failed push: %+v %v", recs, err)
 	}
+}
+
+func mustBundle(t *testing.T, r *repo.Repo, tree objects.CID) objects.BundleHash {
+	t.Helper()
+	h, err := r.BundleHash(context.Background(), tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -78,14 +78,12 @@ func treeFiles(ctx context.Context, bs objects.BlockStore, tree objects.CID, ext
 }
 
 // WriteTar writes the deterministic tar of tree: its files, a generated
-// bundle.lock.json, and receipts.ndjson when receipts is not empty. The bytes
-// depend only on the tree (and the receipts given).
-func WriteTar(ctx context.Context, w io.Writer, bs objects.BlockStore, tree objects.CID, receipts []byte) (tarball.Stats, error) {
-	h, err := objects.TreeBundleHash(ctx, bs, tree)
-	if err != nil {
-		return tarball.Stats{}, err
-	}
-	extra := []tarball.File{bytesFile(objects.LockFile, Lock{BundleHash: h.String(), Tree: tree, Version: LockVersion}.Encode())}
+// bundle.lock.json stating bundle (the tree's bundle hash, which the caller
+// usually has cached: repo.BundleHash, or objects.TreeBundleHash), and
+// receipts.ndjson when receipts is not empty. The bytes depend only on the
+// tree (and the receipts given).
+func WriteTar(ctx context.Context, w io.Writer, bs objects.BlockStore, tree objects.CID, bundle objects.BundleHash, receipts []byte) (tarball.Stats, error) {
+	extra := []tarball.File{bytesFile(objects.LockFile, Lock{BundleHash: bundle.String(), Tree: tree, Version: LockVersion}.Encode())}
 	if len(receipts) > 0 {
 		extra = append(extra, bytesFile(objects.ReceiptsFile, receipts))
 	}
