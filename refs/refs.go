@@ -3,7 +3,6 @@ package refs
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,9 +10,7 @@ import (
 	"iter"
 	"regexp"
 
-	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
-	badger "github.com/dgraph-io/badger/v4"
 )
 
 // Op names what moved HEAD.
@@ -92,38 +89,25 @@ type Head struct {
 	Hash   string      `json:"hash"` // hex sha256 of entry Seq's bytes
 }
 
-// Refs reads and moves HEADs in a store.
+// Refs reads and moves HEADs over a Store: it encodes the records, chains
+// the operation log and checks it.
 type Refs struct {
-	db *badger.DB
+	s Store
 }
 
-// New returns the refs of a store.
-func New(s *store.Store) *Refs { return &Refs{db: s.DB()} }
+// New returns the refs kept in s.
+func New(s Store) *Refs { return &Refs{s: s} }
 
-func headKey(agent string) []byte { return append([]byte{store.NSHead}, agent...) }
-
-func opPrefix(agent string) []byte {
-	return append(append([]byte{store.NSOp}, agent...), 0)
-}
-
-func opKey(agent string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(opPrefix(agent), seq)
-}
-
-func getHead(txn *badger.Txn, agent string) (Head, bool, error) {
-	it, err := txn.Get(headKey(agent))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Head{}, false, nil
-	}
-	if err != nil {
-		return Head{}, false, err
+func (r *Refs) head(ctx context.Context, agent string) (Head, []byte, bool, error) {
+	data, ok, err := r.s.HeadRecord(ctx, agent)
+	if err != nil || !ok {
+		return Head{}, nil, false, err
 	}
 	var h Head
-	err = it.Value(func(v []byte) error { return json.Unmarshal(v, &h) })
-	if err != nil {
-		return Head{}, false, fmt.Errorf("%w: agent %q: HEAD record unreadable: %v", ErrBrokenLog, agent, err)
+	if err := json.Unmarshal(data, &h); err != nil {
+		return Head{}, nil, false, fmt.Errorf("%w: agent %q: HEAD record unreadable: %w", ErrBrokenLog, agent, err)
 	}
-	return h, true, nil
+	return h, data, true, nil
 }
 
 // Head returns an agent's HEAD record.
@@ -131,13 +115,7 @@ func (r *Refs) Head(ctx context.Context, agent string) (Head, error) {
 	if err := ValidateAgent(agent); err != nil {
 		return Head{}, err
 	}
-	var h Head
-	var ok bool
-	err := r.db.View(func(txn *badger.Txn) error {
-		var err error
-		h, ok, err = getHead(txn, agent)
-		return err
-	})
+	h, _, ok, err := r.head(ctx, agent)
 	if err != nil {
 		return Head{}, err
 	}
@@ -178,87 +156,70 @@ func (r *Refs) Move(ctx context.Context, m Move) (Entry, error) {
 		return Entry{}, fmt.Errorf("refs: moving HEAD of %q to an empty commit", m.Agent)
 	}
 	for {
-		var e Entry
-		err := r.db.Update(func(txn *badger.Txn) error {
-			h, ok, err := getHead(txn, m.Agent)
-			if err != nil {
-				return err
-			}
-			if h.Commit != m.Old {
-				if !ok && !m.Old.IsZero() {
-					return fmt.Errorf("%w: %q", ErrNoAgent, m.Agent)
-				}
-				return &ConflictError{Agent: m.Agent, Expected: m.Old, Actual: h.Commit}
-			}
-			e = Entry{Seq: h.Seq + 1, Prev: h.Hash, Agent: m.Agent, Op: m.Op, Old: m.Old, New: m.New,
-				Time: m.Time, Task: m.Task, Target: m.Target, Note: m.Note}
-			data, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			nh := Head{Agent: m.Agent, Commit: m.New, Seq: e.Seq, Hash: hex.EncodeToString(sum[:])}
-			hd, err := json.Marshal(nh)
-			if err != nil {
-				return err
-			}
-			if err := txn.Set(opKey(m.Agent, e.Seq), data); err != nil {
-				return err
-			}
-			return txn.Set(headKey(m.Agent), hd)
-		})
-		if errors.Is(err, badger.ErrConflict) {
-			if ctx.Err() != nil {
-				return Entry{}, ctx.Err()
-			}
-			continue // another writer in this process committed first; re-read and compare
-		}
+		h, old, ok, err := r.head(ctx, m.Agent)
 		if err != nil {
 			return Entry{}, err
+		}
+		if h.Commit != m.Old {
+			if !ok && !m.Old.IsZero() {
+				return Entry{}, fmt.Errorf("%w: %q", ErrNoAgent, m.Agent)
+			}
+			return Entry{}, &ConflictError{Agent: m.Agent, Expected: m.Old, Actual: h.Commit}
+		}
+		e := Entry{Seq: h.Seq + 1, Prev: h.Hash, Agent: m.Agent, Op: m.Op, Old: m.Old, New: m.New,
+			Time: m.Time, Task: m.Task, Target: m.Target, Note: m.Note}
+		data, err := json.Marshal(e)
+		if err != nil {
+			return Entry{}, err
+		}
+		sum := sha256.Sum256(data)
+		hd, err := json.Marshal(Head{Agent: m.Agent, Commit: m.New, Seq: e.Seq, Hash: hex.EncodeToString(sum[:])})
+		if err != nil {
+			return Entry{}, err
+		}
+		err = r.s.SwapHead(ctx, m.Agent, old, e.Seq, data, hd)
+		if errors.Is(err, ErrSwapped) {
+			if err := ctx.Err(); err != nil {
+				return Entry{}, err
+			}
+			continue // another writer moved HEAD first; re-read and compare
+		}
+		if err != nil {
+			return Entry{}, fmt.Errorf("refs: moving HEAD of %q: %w", m.Agent, err)
 		}
 		return e, nil
 	}
 }
 
-// Agents yields every agent's HEAD record in name order.
+// Agents returns every agent's HEAD record in name order.
 func (r *Refs) Agents(ctx context.Context) ([]Head, error) {
 	var out []Head
-	err := r.db.View(func(txn *badger.Txn) error {
-		o := badger.DefaultIteratorOptions
-		o.Prefix = []byte{store.NSHead}
-		it := txn.NewIterator(o)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var h Head
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil {
-				return fmt.Errorf("%w: HEAD record %q unreadable: %v", ErrBrokenLog, it.Item().Key()[1:], err)
-			}
-			out = append(out, h)
+	for rec, err := range r.s.HeadRecords(ctx) {
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	return out, err
+		var h Head
+		if err := json.Unmarshal(rec.Data, &h); err != nil {
+			return nil, fmt.Errorf("%w: HEAD record %q unreadable: %w", ErrBrokenLog, rec.Agent, err)
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
-// Log yields an agent's operation-log entries, oldest first, with the raw
-// bytes each was stored as.
+// Log yields an agent's operation-log entries, oldest first.
 func (r *Refs) Log(ctx context.Context, agent string) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		if err := ValidateAgent(agent); err != nil {
 			yield(Entry{}, err)
 			return
 		}
-		txn := r.db.NewTransaction(false)
-		defer txn.Discard()
-		o := badger.DefaultIteratorOptions
-		o.Prefix = opPrefix(agent)
-		it := txn.NewIterator(o)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+		for rec, err := range r.s.LogRecords(ctx, agent) {
 			var e Entry
-			err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &e) })
-			if err != nil {
-				err = fmt.Errorf("%w: agent %q: entry at key %x unreadable: %v", ErrBrokenLog, agent, it.Item().Key(), err)
+			if err == nil {
+				if jerr := json.Unmarshal(rec.Data, &e); jerr != nil {
+					err = fmt.Errorf("%w: agent %q: entry %d unreadable: %w", ErrBrokenLog, agent, rec.Seq, jerr)
+				}
 			}
 			if !yield(e, err) || err != nil {
 				return
@@ -288,69 +249,55 @@ func (r *Refs) Verify(ctx context.Context, agent string) []error {
 	bad := func(format string, a ...any) {
 		problems = append(problems, fmt.Errorf("%w: agent %q: %s", ErrBrokenLog, agent, fmt.Sprintf(format, a...)))
 	}
-	var h Head
-	var ok bool
-	err := r.db.View(func(txn *badger.Txn) error {
-		var err error
-		if h, ok, err = getHead(txn, agent); err != nil {
-			return err
-		}
-		o := badger.DefaultIteratorOptions
-		o.Prefix = opPrefix(agent)
-		it := txn.NewIterator(o)
-		defer it.Close()
-		var prevHash string
-		var prevNew objects.CID
-		var seq uint64
-		for it.Rewind(); it.Valid(); it.Next() {
-			seq++
-			key := it.Item().Key()
-			kseq := binary.BigEndian.Uint64(key[len(key)-8:])
-			data, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			var e Entry
-			if err := json.Unmarshal(data, &e); err != nil {
-				bad("entry %d is unreadable: %v", kseq, err)
-				return nil
-			}
-			if again, _ := json.Marshal(e); string(again) != string(data) {
-				bad("entry %d is not in canonical form (edited?)", kseq)
-			}
-			if kseq != seq || e.Seq != seq {
-				bad("entry at position %d has sequence %d (key %d): an entry is missing or out of place", seq, e.Seq, kseq)
-				seq = kseq
-			}
-			if e.Prev != prevHash {
-				bad("entry %d does not chain to entry %d: prev %.12s, actual hash %.12s (an entry was edited or lost)", e.Seq, e.Seq-1, e.Prev, prevHash)
-			}
-			if seq > 1 && e.Old != prevNew {
-				bad("entry %d starts from %s but entry %d ended at %s", e.Seq, e.Old.Short(), e.Seq-1, prevNew.Short())
-			}
-			if e.Agent != agent {
-				bad("entry %d names agent %q", e.Seq, e.Agent)
-			}
-			sum := sha256.Sum256(data)
-			prevHash = hex.EncodeToString(sum[:])
-			prevNew = e.New
-		}
-		if !ok {
-			if seq > 0 {
-				bad("operation log has %d entries but no HEAD record", seq)
-			}
-			return nil
-		}
-		if h.Seq != seq || h.Hash != prevHash {
-			bad("HEAD record names entry %d (hash %.12s) but the log ends at entry %d (hash %.12s)", h.Seq, h.Hash, seq, prevHash)
-		}
-		if h.Commit != prevNew {
-			bad("HEAD is at %s but the last operation moved it to %s", h.Commit.Short(), prevNew.Short())
-		}
-		return nil
-	})
+	h, _, ok, err := r.head(ctx, agent)
 	if err != nil {
-		problems = append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err))
+		return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err))
+	}
+	var prevHash string
+	var prevNew objects.CID
+	var seq uint64
+	for rec, err := range r.s.LogRecords(ctx, agent) {
+		if err != nil {
+			return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err))
+		}
+		seq++
+		kseq, data := rec.Seq, rec.Data
+		var e Entry
+		if err := json.Unmarshal(data, &e); err != nil {
+			bad("entry %d is unreadable: %v", kseq, err)
+			return problems
+		}
+		if again, _ := json.Marshal(e); string(again) != string(data) {
+			bad("entry %d is not in canonical form (edited?)", kseq)
+		}
+		if kseq != seq || e.Seq != seq {
+			bad("entry at position %d has sequence %d (key %d): an entry is missing or out of place", seq, e.Seq, kseq)
+			seq = kseq
+		}
+		if e.Prev != prevHash {
+			bad("entry %d does not chain to entry %d: prev %.12s, actual hash %.12s (an entry was edited or lost)", e.Seq, e.Seq-1, e.Prev, prevHash)
+		}
+		if seq > 1 && e.Old != prevNew {
+			bad("entry %d starts from %s but entry %d ended at %s", e.Seq, e.Old.Short(), e.Seq-1, prevNew.Short())
+		}
+		if e.Agent != agent {
+			bad("entry %d names agent %q", e.Seq, e.Agent)
+		}
+		sum := sha256.Sum256(data)
+		prevHash = hex.EncodeToString(sum[:])
+		prevNew = e.New
+	}
+	if !ok {
+		if seq > 0 {
+			bad("operation log has %d entries but no HEAD record", seq)
+		}
+		return problems
+	}
+	if h.Seq != seq || h.Hash != prevHash {
+		bad("HEAD record names entry %d (hash %.12s) but the log ends at entry %d (hash %.12s)", h.Seq, h.Hash, seq, prevHash)
+	}
+	if h.Commit != prevNew {
+		bad("HEAD is at %s but the last operation moved it to %s", h.Commit.Short(), prevNew.Short())
 	}
 	return problems
 }

@@ -8,27 +8,30 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
-
-	"github.com/agentstate/agentstate/internal/store"
-	badger "github.com/dgraph-io/badger/v4"
 )
 
 var ErrBadLine = errors.New("tape: invalid receipt line")
 
+// Store keeps receipt tapes as opaque lines. Implementations: the Badger
+// store (internal/store) and the in-memory one (dag/repo/memory).
+type Store interface {
+	// AppendLines adds lines to the end of an agent's tape in one atomic
+	// write, numbering them on from the tape's last sequence number, and
+	// returns the number of the last one.
+	AppendLines(ctx context.Context, agent string, lines [][]byte) (uint64, error)
+	// TapeLines yields an agent's tape, oldest first.
+	TapeLines(ctx context.Context, agent string) iter.Seq2[[]byte, error]
+}
+
 // Tape is the receipt tapes of a store.
-type Tape struct{ db *badger.DB }
+type Tape struct{ s Store }
 
-// New returns the tapes of s.
-func New(s *store.Store) *Tape { return &Tape{db: s.DB()} }
-
-func prefix(agent string) []byte { return append(append([]byte{store.NSTape}, agent...), 0) }
-
-func key(agent string, seq uint64) []byte { return binary.BigEndian.AppendUint64(prefix(agent), seq) }
+// New returns the tapes kept in s.
+func New(s Store) *Tape { return &Tape{s: s} }
 
 func checkLine(line []byte) error {
 	if len(line) == 0 || bytes.IndexByte(line, '\n') >= 0 || !json.Valid(line) || bytes.TrimSpace(line)[0] != '{' {
@@ -45,62 +48,12 @@ func (t *Tape) Append(ctx context.Context, agent string, lines ...[]byte) (uint6
 			return 0, err
 		}
 	}
-	var last uint64
-	for {
-		err := t.db.Update(func(txn *badger.Txn) error {
-			n, err := count(txn, agent)
-			if err != nil {
-				return err
-			}
-			for _, l := range lines {
-				n++
-				if err := txn.Set(key(agent, n), l); err != nil {
-					return err
-				}
-			}
-			last = n
-			return nil
-		})
-		if errors.Is(err, badger.ErrConflict) {
-			continue
-		}
-		return last, err
-	}
-}
-
-// count returns the last sequence number on an agent's tape.
-func count(txn *badger.Txn, agent string) (uint64, error) {
-	o := badger.DefaultIteratorOptions
-	o.Reverse = true
-	o.PrefetchValues = false
-	p := prefix(agent)
-	o.Prefix = p
-	it := txn.NewIterator(o)
-	defer it.Close()
-	it.Seek(append(append([]byte{}, p...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
-	if !it.ValidForPrefix(p) {
-		return 0, nil
-	}
-	k := it.Item().Key()
-	return binary.BigEndian.Uint64(k[len(k)-8:]), nil
+	return t.s.AppendLines(ctx, agent, lines)
 }
 
 // Lines yields an agent's tape, oldest first.
 func (t *Tape) Lines(ctx context.Context, agent string) iter.Seq2[[]byte, error] {
-	return func(yield func([]byte, error) bool) {
-		txn := t.db.NewTransaction(false)
-		defer txn.Discard()
-		o := badger.DefaultIteratorOptions
-		o.Prefix = prefix(agent)
-		it := txn.NewIterator(o)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if !yield(v, err) || err != nil {
-				return
-			}
-		}
-	}
+	return t.s.TapeLines(ctx, agent)
 }
 
 // NDJSON returns an agent's tape as receipts.ndjson bytes (one line each,

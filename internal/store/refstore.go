@@ -1,0 +1,123 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/agentstate/agentstate/refs"
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// The ref store (refs.Store): 'h'+agent holds the HEAD record, 'o'+agent+0x00+seq
+// the operation-log entries.
+
+func headKey(agent string) []byte { return append([]byte{NSHead}, agent...) }
+
+func opPrefix(agent string) []byte { return append(append([]byte{NSOp}, agent...), 0) }
+
+func opKey(agent string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(opPrefix(agent), seq)
+}
+
+// HeadRecord implements refs.Store.
+func (s *Store) HeadRecord(ctx context.Context, agent string) ([]byte, bool, error) {
+	var v []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(headKey(agent))
+		if err != nil {
+			return err
+		}
+		v, err = it.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("store: reading HEAD of %q: %w", agent, err)
+	}
+	return v, true, nil
+}
+
+// SwapHead implements refs.Store: one Badger transaction reads the HEAD
+// record, compares it and writes the entry and the new record.
+func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint64, entry, head []byte) error {
+	for {
+		err := s.db.Update(func(txn *badger.Txn) error {
+			it, err := txn.Get(headKey(agent))
+			var cur []byte
+			switch {
+			case errors.Is(err, badger.ErrKeyNotFound):
+				if old != nil {
+					return refs.ErrSwapped
+				}
+			case err != nil:
+				return err
+			default:
+				if cur, err = it.ValueCopy(nil); err != nil {
+					return err
+				}
+				if old == nil || !bytes.Equal(cur, old) {
+					return refs.ErrSwapped
+				}
+			}
+			if err := txn.Set(opKey(agent, seq), entry); err != nil {
+				return err
+			}
+			return txn.Set(headKey(agent), head)
+		})
+		if errors.Is(err, badger.ErrConflict) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			continue // a concurrent transaction in this process: compare again
+		}
+		return err
+	}
+}
+
+// HeadRecords implements refs.Store.
+func (s *Store) HeadRecords(ctx context.Context) iter.Seq2[refs.Record, error] {
+	return s.records(ctx, []byte{NSHead}, func(k []byte) refs.Record {
+		return refs.Record{Agent: string(k[1:])}
+	})
+}
+
+// LogRecords implements refs.Store.
+func (s *Store) LogRecords(ctx context.Context, agent string) iter.Seq2[refs.Record, error] {
+	return s.records(ctx, opPrefix(agent), func(k []byte) refs.Record {
+		return refs.Record{Agent: agent, Seq: binary.BigEndian.Uint64(k[len(k)-8:])}
+	})
+}
+
+// records yields the values under prefix in key order, in one read
+// transaction.
+func (s *Store) records(ctx context.Context, prefix []byte, rec func(key []byte) refs.Record) iter.Seq2[refs.Record, error] {
+	return func(yield func(refs.Record, error) bool) {
+		txn := s.db.NewTransaction(false)
+		defer txn.Discard()
+		o := badger.DefaultIteratorOptions
+		o.Prefix = prefix
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				yield(refs.Record{}, err)
+				return
+			}
+			var r refs.Record
+			if rec != nil {
+				r = rec(it.Item().Key())
+			}
+			var err error
+			r.Data, err = it.Item().ValueCopy(nil)
+			if !yield(r, err) || err != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"iter"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// The receipt tapes (tape.Store): 'r'+agent+0x00+seq holds one line.
+
+func tapePrefix(agent string) []byte { return append(append([]byte{NSTape}, agent...), 0) }
+
+// AppendLines implements tape.Store.
+func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (uint64, error) {
+	var last uint64
+	for {
+		err := s.db.Update(func(txn *badger.Txn) error {
+			n, err := lastTapeSeq(txn, agent)
+			if err != nil {
+				return err
+			}
+			for _, l := range lines {
+				n++
+				if err := txn.Set(binary.BigEndian.AppendUint64(tapePrefix(agent), n), l); err != nil {
+					return err
+				}
+			}
+			last = n
+			return nil
+		})
+		if errors.Is(err, badger.ErrConflict) {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		return last, err
+	}
+}
+
+// lastTapeSeq returns the last sequence number on an agent's tape.
+func lastTapeSeq(txn *badger.Txn, agent string) (uint64, error) {
+	o := badger.DefaultIteratorOptions
+	o.Reverse = true
+	o.PrefetchValues = false
+	p := tapePrefix(agent)
+	o.Prefix = p
+	it := txn.NewIterator(o)
+	defer it.Close()
+	it.Seek(append(append([]byte{}, p...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+	if !it.ValidForPrefix(p) {
+		return 0, nil
+	}
+	k := it.Item().Key()
+	return binary.BigEndian.Uint64(k[len(k)-8:]), nil
+}
+
+// TapeLines implements tape.Store.
+func (s *Store) TapeLines(ctx context.Context, agent string) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for r, err := range s.records(ctx, tapePrefix(agent), nil) {
+			if !yield(r.Data, err) || err != nil {
+				return
+			}
+		}
+	}
+}
