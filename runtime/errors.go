@@ -6,23 +6,25 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
 )
 
 var (
-	ErrClosed          = errors.New("runtime: closed")
-	ErrNoSigner        = errors.New("runtime: no operator signing key")
-	ErrBadTask         = errors.New("runtime: invalid task")
-	ErrTxDone          = errors.New("runtime: transaction already finished")
-	ErrKeyNotFound     = errors.New("runtime: key not found")
-	ErrConflict        = errors.New("runtime: conflicting writes")
-	ErrTaskPanicked    = errors.New("runtime: task panicked")
-	ErrBadReceipt      = errors.New("runtime: malformed receipt")
-	ErrBadSignature    = errors.New("runtime: receipt signature does not verify")
-	ErrReceiptNotKept  = errors.New("runtime: task landed but its receipt was not stored")
-	ErrNoSnapshot      = errors.New("runtime: agent has no snapshot to restore")
-	ErrQueueFull       = errors.New("runtime: snapshot queue full")
-	ErrSnapshotsOff    = errors.New("runtime: snapshots are not configured")
-	ErrAgentExists     = errors.New("runtime: agent already exists")
+	ErrClosed         = errors.New("runtime: closed")
+	ErrNoSigner       = errors.New("runtime: no operator signing key")
+	ErrBadTask        = errors.New("runtime: invalid task")
+	ErrTxDone         = errors.New("runtime: transaction already finished")
+	ErrKeyNotFound    = errors.New("runtime: key not found")
+	ErrConflict       = errors.New("runtime: conflicting writes")
+	ErrTaskPanicked   = errors.New("runtime: task panicked")
+	ErrBadReceipt     = errors.New("runtime: malformed receipt")
+	ErrBadSignature   = errors.New("runtime: receipt signature does not verify")
+	ErrReceiptNotKept = errors.New("runtime: task landed but its receipt was not stored")
+	ErrNoSnapshot     = errors.New("runtime: agent has no snapshot to restore")
+	ErrQueueFull      = errors.New("runtime: snapshot queue full")
+	ErrSnapshotsOff   = errors.New("runtime: snapshots are not configured")
+	// ErrAgentExists is the one error for a name that is taken: refs.ErrAgentExists.
+	ErrAgentExists     = refs.ErrAgentExists
 	ErrUnknownAgent    = errors.New("runtime: agent has no state")
 	ErrDirNotWorkspace = errors.New("runtime: not a usable working directory")
 )

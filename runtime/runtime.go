@@ -355,11 +355,7 @@ func (rt *Runtime) Fork(ctx context.Context, from, to string) (objects.CID, erro
 	if info.Head.IsZero() {
 		return objects.CID{}, fmt.Errorf("%w: cannot fork %q, it has no commits", ErrUnknownAgent, from)
 	}
-	_, err = rt.repo.Refs.Move(ctx, refs.Move{Agent: to, New: info.Head, Op: refs.OpFork, Time: rt.repo.Now(), Note: "fork of " + from})
-	if errors.Is(err, refs.ErrConflict) {
-		return objects.CID{}, fmt.Errorf("%w: %q", ErrAgentExists, to)
-	}
-	if err != nil {
+	if _, err := rt.repo.Fork(ctx, from, info.Head, to); err != nil {
 		return objects.CID{}, err
 	}
 	rt.agent(to).exists.Store(true)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/agentstate/agentstate/internal/repo"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 )
@@ -212,29 +213,23 @@ func (tx *Tx) Delete(ctx context.Context, key string) error {
 // commitLocked flushes the tree and writes value blocks, tree nodes and a
 // commit together.
 func (tx *Tx) commitLocked(ctx context.Context, msg string, extra map[string]string, values ...objects.Block) error {
-	root, blocks := tx.tree.Flush()
+	root, nodes := tx.tree.Flush()
 	meta := tx.task.metadata(tx.agent)
 	for k, v := range extra {
 		meta[k] = v
 	}
-	c := &objects.Commit{Tree: root, Time: max(tx.rt.repo.Now(), tx.lastTime), Message: msg, Metadata: meta}
+	spec := repo.CommitSpec{Tree: root, Message: msg, Metadata: meta, ParentTime: tx.lastTime, Blocks: append(values, nodes...)}
 	if !tx.last.IsZero() {
-		c.Parents = []objects.CID{tx.last}
+		spec.Parents = []objects.CID{tx.last}
 	}
-	cb, err := c.Block()
+	id, c, err := tx.rt.repo.WriteCommit(ctx, spec)
 	if err != nil {
-		tx.err = err
-		return fmt.Errorf("runtime: encoding commit: %w", err)
-	}
-	all := append(values, blocks...)
-	all = append(all, cb)
-	if err := tx.rt.repo.Blocks.Put(ctx, all...); err != nil {
 		// The tree's nodes are flushed in memory but not stored: the
 		// transaction cannot continue.
 		tx.err = err
 		return fmt.Errorf("runtime: writing %s: %w", msg, err)
 	}
-	tx.last, tx.lastTree, tx.lastTime = cb.CID, root, c.Time
+	tx.last, tx.lastTree, tx.lastTime = id, root, c.Time
 	tx.writes++
 	return nil
 }
@@ -341,50 +336,43 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 	st := rt.agent(tx.agent)
 	st.land.Lock()
 	defer st.land.Unlock()
-	for {
-		head, err := rt.Head(ctx, tx.agent)
-		if err != nil {
-			return nil, err
-		}
-		newCommit, newTree, op, after := tx.last, tx.lastTree, refs.OpCommit, taskBundle
-		if head != tx.start {
-			newCommit, newTree, err = rt.merge(ctx, tx, head)
-			if err != nil {
-				return nil, err
-			}
-			op = refs.OpMerge
-			if after, err = rt.repo.BundleHash(ctx, newTree); err != nil {
-				return nil, fmt.Errorf("runtime: bundle hash of the merge for task %q: %w", tx.task.ID, err)
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("runtime: task %q: context done before it could land (HEAD was not moved): %w", tx.task.ID, err)
-		}
-		now := rt.repo.Now()
-		_, err = rt.repo.Refs.Move(ctx, refs.Move{Agent: tx.agent, Old: head, New: newCommit, Op: op, Time: now, Task: tx.task.ID})
-		if errors.Is(err, refs.ErrConflict) {
-			continue // HEAD moved outside this runtime's landing order: merge again
-		}
-		if err != nil {
-			return nil, fmt.Errorf("runtime: landing task %q: %w", tx.task.ID, err)
-		}
-		st.exists.Store(true)
-		// Landed. From here on nothing may be reported as a task failure
-		// except a receipt that could not be kept.
-		lctx := context.WithoutCancel(ctx)
-		rec, err := rt.receipt(lctx, tx.agent, tx.task, tx.start, head, newCommit, tx.last, tx.writes, now, &after)
-		if err != nil {
-			return nil, fmt.Errorf("%w: task %q landed at %s: %v", ErrReceiptNotKept, tx.task.ID, newCommit, err)
-		}
-		if _, err := rt.tape.Append(lctx, tx.agent, rec.Line()); err != nil {
-			return rec, fmt.Errorf("%w: task %q landed at %s: %v", ErrReceiptNotKept, tx.task.ID, newCommit, err)
-		}
-		before := rec.BundleBefore
-		if before != after {
-			rt.queue.enqueue(tx.agent, newCommit)
-		}
-		return rec, nil
+	meta := tx.task.metadata(tx.agent)
+	meta["op"] = "merge"
+	if !tx.start.IsZero() {
+		meta["start"] = tx.start.String()
 	}
+	l, err := rt.repo.Land(ctx, repo.LandRequest{Agent: tx.agent, Start: tx.start, StartTree: tx.startTree,
+		Last: tx.last, LastTree: tx.lastTree, LastTime: tx.lastTime, Task: tx.task.ID,
+		MergeMessage: fmt.Sprintf("merge task %s", tx.task.ID), MergeMetadata: meta})
+	var mc *repo.MergeConflictError
+	if errors.As(err, &mc) {
+		return nil, &ConflictError{Agent: tx.agent, Task: tx.task.ID, Keys: mc.Keys, Base: tx.start, Head: l.From, TaskCommit: tx.last}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("runtime: task %q: context done before it could land (HEAD was not moved): %w", tx.task.ID, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runtime: landing task %q: %w", tx.task.ID, err)
+	}
+	st.exists.Store(true)
+	// Landed. From here on nothing may be reported as a task failure
+	// except a receipt that could not be kept.
+	lctx := context.WithoutCancel(ctx)
+	var after *objects.BundleHash // a merge's is computed by receipt
+	if !l.Merged {
+		after = &taskBundle
+	}
+	rec, err := rt.receipt(lctx, tx.agent, tx.task, tx.start, l.From, l.Commit, tx.last, tx.writes, l.Entry.Time, after)
+	if err != nil {
+		return nil, fmt.Errorf("%w: task %q landed at %s: %w", ErrReceiptNotKept, tx.task.ID, l.Commit, err)
+	}
+	if _, err := rt.tape.Append(lctx, tx.agent, rec.Line()); err != nil {
+		return rec, fmt.Errorf("%w: task %q landed at %s: %w", ErrReceiptNotKept, tx.task.ID, l.Commit, err)
+	}
+	if rec.BundleBefore != rec.BundleAfter {
+		rt.queue.enqueue(tx.agent, l.Commit)
+	}
+	return rec, nil
 }
 
 // receipt builds and signs the receipt of a landing from HEAD from to
@@ -415,62 +403,3 @@ var emptyBundle = func() objects.BundleHash {
 	h, _ := objects.NewBundleHasher().Sum()
 	return h
 }()
-
-// merge computes the 3-way merge of the task (theirs) onto head (ours) over
-// the task's start tree (base) and writes the merge commit.
-func (rt *Runtime) merge(ctx context.Context, tx *Tx, head objects.CID) (objects.CID, objects.CID, error) {
-	hc, err := rt.repo.Commit(ctx, head)
-	if err != nil {
-		return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: reading HEAD %s: %w", head, err)
-	}
-	ours := map[string]objects.Change{}
-	for ch, err := range objects.DiffTrees(ctx, rt.repo.Blocks, tx.startTree, hc.Tree) {
-		if err != nil {
-			return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: diffing the task's start with HEAD: %w", err)
-		}
-		ours[ch.Path] = ch
-	}
-	merged, err := objects.LoadTree(ctx, rt.repo.Blocks, hc.Tree)
-	if err != nil {
-		return objects.CID{}, objects.CID{}, err
-	}
-	var conflicts []string
-	for ch, err := range objects.DiffTrees(ctx, rt.repo.Blocks, tx.startTree, tx.lastTree) {
-		if err != nil {
-			return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: diffing the task's writes: %w", err)
-		}
-		if o, ok := ours[ch.Path]; ok {
-			if o.New != ch.New { // both changed it, differently (a zero New is a delete)
-				conflicts = append(conflicts, ch.Path)
-			}
-			continue // same change on both sides: HEAD already has it
-		}
-		if ch.New.IsZero() {
-			_, err = merged.Delete(ctx, ch.Path)
-		} else {
-			_, err = merged.Put(ctx, ch.Path, ch.New)
-		}
-		if err != nil {
-			return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: merging %q: %w", ch.Path, err)
-		}
-	}
-	if len(conflicts) > 0 {
-		return objects.CID{}, objects.CID{}, &ConflictError{Agent: tx.agent, Task: tx.task.ID, Keys: conflicts, Base: tx.start, Head: head, TaskCommit: tx.last}
-	}
-	root, blocks := merged.Flush()
-	meta := tx.task.metadata(tx.agent)
-	meta["op"] = "merge"
-	if !tx.start.IsZero() {
-		meta["start"] = tx.start.String()
-	}
-	c := &objects.Commit{Tree: root, Parents: []objects.CID{head, tx.last}, Time: max(rt.repo.Now(), hc.Time, tx.lastTime),
-		Message: fmt.Sprintf("merge task %s", tx.task.ID), Metadata: meta}
-	cb, err := c.Block()
-	if err != nil {
-		return objects.CID{}, objects.CID{}, err
-	}
-	if err := rt.repo.Blocks.Put(ctx, append(blocks, cb)...); err != nil {
-		return objects.CID{}, objects.CID{}, fmt.Errorf("runtime: writing the merge commit of task %q: %w", tx.task.ID, err)
-	}
-	return cb.CID, root, nil
-}
