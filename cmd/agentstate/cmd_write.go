@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -93,32 +94,17 @@ func (e *env) finishCommit(r *repo.Repo, req repo.CommitRequest) error {
 	return nil
 }
 
-// editHead applies one edit to the agent's HEAD tree (or an empty tree for a
-// new agent) and commits it.
-func (e *env) editHead(r *repo.Repo, msg string, edit func(t *objects.Tree) (bool, error)) error {
-	head, hc, err := r.HeadCommit(e.ctx, e.agent)
-	if err != nil {
-		return err
-	}
-	var t *objects.Tree
-	if hc == nil {
-		t = objects.NewTree(r.Blocks)
-	} else if t, err = objects.LoadTree(e.ctx, r.Blocks, hc.Tree); err != nil {
-		return err
-	}
-	changed, err := edit(t)
-	if err != nil {
-		return err
-	}
-	if !changed && hc != nil {
-		fmt.Fprintf(e.stderr, "nothing changed; HEAD of %s stays at %s\n", e.agent, head.Short())
+// reportEdit prints the commit an edit made, or says nothing changed.
+func (e *env) reportEdit(id objects.CID, err error) error {
+	if errors.Is(err, repo.ErrNoChange) {
+		fmt.Fprintf(e.stderr, "nothing changed; HEAD of %s stays at %s\n", e.agent, id.Short())
 		return nil
 	}
-	root, err := t.Commit(e.ctx)
 	if err != nil {
 		return err
 	}
-	return e.finishCommit(r, repo.CommitRequest{Agent: e.agent, Tree: root, Message: msg, Parent: head, Fresh: head.IsZero(), AllowEmpty: true})
+	fmt.Fprintln(e.stdout, id)
+	return nil
 }
 
 func (e *env) cmdPut(c *cli.Context) error {
@@ -152,10 +138,8 @@ func (e *env) cmdPut(c *cli.Context) error {
 	}
 	return e.withRepo(func(r *repo.Repo) error {
 		v, blocks := objects.NewFileValue(data)
-		if err := r.Blocks.Put(e.ctx, blocks...); err != nil {
-			return err
-		}
-		return e.editHead(r, msg, func(t *objects.Tree) (bool, error) { return t.Put(e.ctx, key, v) })
+		return e.reportEdit(r.Edit(e.ctx, repo.EditRequest{Agent: e.agent, Message: msg, Create: true, Blocks: blocks,
+			Edit: func(ctx context.Context, t *objects.Tree) (bool, error) { return t.Put(ctx, key, v) }}))
 	})
 }
 
@@ -172,16 +156,14 @@ func (e *env) cmdRm(c *cli.Context) error {
 		msg = "rm " + key
 	}
 	return e.withRepo(func(r *repo.Repo) error {
-		if _, err := r.Refs.Head(e.ctx, e.agent); err != nil {
-			return err
-		}
-		return e.editHead(r, msg, func(t *objects.Tree) (bool, error) {
-			ok, err := t.Delete(e.ctx, key)
-			if err == nil && !ok {
-				return false, fmt.Errorf("key %q is not in HEAD of %s", key, e.agent)
-			}
-			return ok, err
-		})
+		return e.reportEdit(r.Edit(e.ctx, repo.EditRequest{Agent: e.agent, Message: msg,
+			Edit: func(ctx context.Context, t *objects.Tree) (bool, error) {
+				ok, err := t.Delete(ctx, key)
+				if err == nil && !ok {
+					return false, fmt.Errorf("key %q is not in HEAD of %s", key, e.agent)
+				}
+				return ok, err
+			}}))
 	})
 }
 
@@ -190,19 +172,19 @@ func (e *env) cmdReset(c *cli.Context) error {
 		return err
 	}
 	return e.withRepo(func(r *repo.Repo) error {
-		h, err := r.Refs.Head(e.ctx, e.agent)
-		if err != nil {
+		if _, err := r.Refs.Head(e.ctx, e.agent); err != nil {
 			return err
 		}
 		target, err := r.Resolve(e.ctx, e.agent, c.Args().First())
 		if err != nil {
 			return err
 		}
-		if target == h.Commit {
+		_, err = r.Reset(e.ctx, e.agent, target)
+		if errors.Is(err, repo.ErrNoChange) {
 			fmt.Fprintf(e.stderr, "HEAD of %s is already at %s\n", e.agent, target.Short())
 			return nil
 		}
-		if _, err := r.Refs.Move(e.ctx, refs.Move{Agent: e.agent, Old: h.Commit, New: target, Op: refs.OpReset, Time: r.Now()}); err != nil {
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "HEAD of %s is now at %s\n", e.agent, target.Short())
@@ -212,28 +194,15 @@ func (e *env) cmdReset(c *cli.Context) error {
 
 func (e *env) undoRedo(redo bool) error {
 	return e.withRepo(func(r *repo.Repo) error {
-		entries, err := r.Refs.Entries(e.ctx, e.agent)
-		if err != nil {
-			return err
-		}
-		if len(entries) == 0 {
-			_, err := r.Refs.Head(e.ctx, e.agent)
-			return err
-		}
-		target, err := refs.UndoTarget(entries, redo)
-		if err != nil {
-			return fmt.Errorf("%w (agent %s)", err, e.agent)
-		}
-		last := entries[len(entries)-1]
-		m := refs.Move{Agent: e.agent, Old: last.New, Op: refs.OpUndo, Time: r.Now(), Target: target.Seq, New: target.Old}
-		verb := "undid"
+		do, verb := r.Undo, "undid"
 		if redo {
-			m.Op, m.New, verb = refs.OpRedo, target.New, "redid"
+			do, verb = r.Redo, "redid"
 		}
-		if _, err := r.Refs.Move(e.ctx, m); err != nil {
+		u, err := do(e.ctx, e.agent)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "%s operation %d (%s); HEAD of %s is now at %s\n", verb, target.Seq, target.Op, e.agent, m.New.Short())
+		fmt.Fprintf(e.stdout, "%s operation %d (%s); HEAD of %s is now at %s\n", verb, u.Target.Seq, u.Target.Op, e.agent, u.Entry.New.Short())
 		return nil
 	})
 }
@@ -265,16 +234,7 @@ func (e *env) cmdFork(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if ok, err := r.Refs.Exists(e.ctx, name); err != nil {
-			return err
-		} else if ok {
-			return fmt.Errorf("%w: %q (pick another name)", refs.ErrAgentExists, name)
-		}
-		_, err = r.Refs.Move(e.ctx, refs.Move{Agent: name, New: from, Op: refs.OpFork, Time: r.Now(), Note: "fork of " + e.agent})
-		if errors.Is(err, refs.ErrConflict) {
-			return fmt.Errorf("%w: %q", refs.ErrAgentExists, name)
-		}
-		if err != nil {
+		if _, err := r.Fork(e.ctx, e.agent, from, name); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "forked %s at %s into %s\n", e.agent, from.Short(), name)
