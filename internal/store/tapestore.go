@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"iter"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -20,6 +21,16 @@ func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (
 		err := s.db.Update(func(txn *badger.Txn) error {
 			n, err := lastTapeSeq(txn, agent)
 			if err != nil {
+				return err
+			}
+			// Badger tracks keys read with Get, not every key an iterator
+			// passes: read the first free slot so a concurrent append that
+			// takes it makes this transaction conflict and retry instead of
+			// overwriting it.
+			if _, err := txn.Get(binary.BigEndian.AppendUint64(tapePrefix(agent), n+1)); !errors.Is(err, badger.ErrKeyNotFound) {
+				if err == nil {
+					err = fmt.Errorf("store: tape of %q has an entry past its last one", agent)
+				}
 				return err
 			}
 			for _, l := range lines {
