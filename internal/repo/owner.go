@@ -204,10 +204,14 @@ type Undone struct {
 
 // Undo moves HEAD back to where the newest not-yet-undone operation found
 // it; Redo re-applies the newest undone operation. Both are logged.
-func (r *Repo) Undo(ctx context.Context, agent string) (Undone, error) { return r.undoRedo(ctx, agent, false) }
+func (r *Repo) Undo(ctx context.Context, agent string) (Undone, error) {
+	return r.undoRedo(ctx, agent, false)
+}
 
 // Redo re-applies the operation the newest undo reverted.
-func (r *Repo) Redo(ctx context.Context, agent string) (Undone, error) { return r.undoRedo(ctx, agent, true) }
+func (r *Repo) Redo(ctx context.Context, agent string) (Undone, error) {
+	return r.undoRedo(ctx, agent, true)
+}
 
 func (r *Repo) undoRedo(ctx context.Context, agent string, redo bool) (Undone, error) {
 	entries, err := r.Refs.Entries(ctx, agent)
