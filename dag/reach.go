@@ -20,6 +20,9 @@ type Problem struct {
 
 func (p Problem) Error() string { return fmt.Sprintf("%s (reached via %s): %v", p.CID, p.Via, p.Err) }
 
+// Unwrap returns the cause, so errors.Is and errors.As reach it.
+func (p Problem) Unwrap() error { return p.Err }
+
 // Walk marks every block reachable from the given commits: the commits,
 // their ancestors, their tree nodes and values (with the chunks and chunk
 // nodes of chunked values). With verifyValues, value

@@ -207,7 +207,7 @@ func ReadCommit(ctx context.Context, bs objects.BlockStore, c objects.CID) (*obj
 	}
 	cm, err := objects.DecodeCommit(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNotCommit, c, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotCommit, c, err)
 	}
 	return cm, nil
 }

@@ -187,7 +187,7 @@ func (r *reader) cid() (CID, error) {
 	}
 	c, err := CIDFromBytes(p[1:])
 	if err != nil {
-		return CID{}, fmt.Errorf("%w: at byte %d: %v", ErrBadObject, r.off, err)
+		return CID{}, fmt.Errorf("%w: at byte %d: %w", ErrBadObject, r.off, err)
 	}
 	return c, nil
 }

@@ -60,7 +60,7 @@ func ParseCID(s string) (CID, error) {
 	}
 	c, err := cid.Decode(s)
 	if err != nil {
-		return CID{}, fmt.Errorf("%w: %q: %v", ErrBadCID, s, err)
+		return CID{}, fmt.Errorf("%w: %q: %w", ErrBadCID, s, err)
 	}
 	return fromCid(c, s)
 }
@@ -69,7 +69,7 @@ func ParseCID(s string) (CID, error) {
 func CIDFromBytes(b []byte) (CID, error) {
 	n, c, err := cid.CidFromBytes(b)
 	if err != nil {
-		return CID{}, fmt.Errorf("%w: %v", ErrBadCID, err)
+		return CID{}, fmt.Errorf("%w: %w", ErrBadCID, err)
 	}
 	if n != len(b) {
 		return CID{}, fmt.Errorf("%w: %d trailing bytes", ErrBadCID, len(b)-n)
@@ -100,7 +100,7 @@ func (c CID) String() string {
 }
 
 // Short returns the first ShortLen characters of String, enough to be unique
-// in practice; see ResolvePrefix-style lookups for abbreviations.
+// to read in practice; dag.Resolver resolves abbreviations against a store.
 func (c CID) Short() string {
 	s := c.String()
 	if len(s) > ShortLen {

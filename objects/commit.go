@@ -23,7 +23,7 @@ type Commit struct {
 	Metadata map[string]string
 }
 
-// metadataLess orders map keys the DAG-CBOR way: shorter first, then bytewise.
+// cborKeyCompare orders map keys the DAG-CBOR way: shorter first, then bytewise.
 func cborKeyCompare(a, b string) int {
 	if len(a) != len(b) {
 		return len(a) - len(b)

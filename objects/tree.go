@@ -396,7 +396,7 @@ func (t *Tree) walk(ctx context.Context, n *node, from string, yield func(Entry,
 
 // Flush encodes every node changed since the last flush and returns the root
 // CID and the new blocks, children before parents. The blocks are not
-// written; the caller stores them (see WriteTree).
+// written; the caller stores them (Commit does both).
 func (t *Tree) Flush() (CID, []Block) {
 	var blocks []Block
 	root := flushNode(t.root, &blocks)
@@ -533,7 +533,7 @@ func decodeNode(data []byte) (CID, []nodeEntry, error) {
 		}
 		key := prev[:p] + string(suffix)
 		if err := ValidateKey(key); err != nil {
-			return CID{}, nil, fmt.Errorf("%w: %v", ErrBadObject, err)
+			return CID{}, nil, fmt.Errorf("%w: %w", ErrBadObject, err)
 		}
 		if i > 0 && key <= prev {
 			return CID{}, nil, fmt.Errorf("%w: tree keys out of order: %q after %q", ErrNonCanonical, key, prev)

@@ -85,7 +85,7 @@ func (rt *Runtime) RunDirTask(ctx context.Context, agent string, task Task, dir 
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, stats, fmt.Errorf("%w: %s: %v", ErrDirNotWorkspace, dir, err)
+		return nil, stats, fmt.Errorf("%w: %s: %w", ErrDirNotWorkspace, dir, err)
 	}
 	if err := rt.enter(); err != nil {
 		return nil, stats, err

@@ -245,7 +245,7 @@ func (q *queue) run(j *job) {
 		j.attempt++
 		switch {
 		case q.ctx.Err() != nil:
-			ev.Err, ev.Final = fmt.Errorf("%w: snapshot of %s cancelled: %v", ErrClosed, short(j.commit), err), true
+			ev.Err, ev.Final = fmt.Errorf("%w: snapshot of %s cancelled: %w", ErrClosed, short(j.commit), err), true
 		case j.attempt >= q.opts.MaxAttempts:
 			ev.Err, ev.Final = fmt.Errorf("runtime: snapshot of agent %q at %s failed %d times, giving up until its next change: %w", j.agent, short(j.commit), j.attempt, err), true
 		default:

@@ -219,7 +219,7 @@ func ParseReceipt(line []byte) (*Receipt, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadReceipt, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadReceipt, err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrBadReceipt)
@@ -252,7 +252,7 @@ func ParseReceipt(line []byte) (*Receipt, error) {
 			continue
 		}
 		if *c.dst, err = objects.ParseCID(c.s); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadReceipt, c.name, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadReceipt, c.name, err)
 		}
 	}
 	for _, h := range []struct {
@@ -261,7 +261,7 @@ func ParseReceipt(line []byte) (*Receipt, error) {
 		dst  *objects.BundleHash
 	}{{"bundleBefore", *j.BundleBefore, &r.BundleBefore}, {"bundleAfter", *j.BundleAfter, &r.BundleAfter}, {"stateDeltaHash", *j.StateDeltaHash, &r.StateDeltaHash}} {
 		if *h.dst, err = objects.ParseBundleHash(h.s); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadReceipt, h.name, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadReceipt, h.name, err)
 		}
 	}
 	if r.Operator, err = hex.DecodeString(*j.Operator); err != nil || len(r.Operator) != ed25519.PublicKeySize {
