@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/agentstate/agentstate/internal/atomicfile"
 	"hash"
 	"io"
 	"io/fs"
@@ -63,18 +64,11 @@ func (s *Store) Put(ctx context.Context, r io.Reader, size int64, opts walrus.St
 	if err := ctx.Err(); err != nil {
 		return walrus.Stored{}, fmt.Errorf("localstore: put: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Join(s.dir, tmpDirName), "put-*")
+	tmp, err := atomicfile.Create(filepath.Join(s.dir, tmpDirName), "put-*", 0o400)
 	if err != nil {
-		return walrus.Stored{}, fmt.Errorf("localstore: put: create temporary file: %w", err)
+		return walrus.Stored{}, fmt.Errorf("localstore: put: %w", err)
 	}
-	tmpName := tmp.Name()
-	committed := false
-	defer func() {
-		if !committed {
-			tmp.Close()
-			os.Remove(tmpName)
-		}
-	}()
+	defer tmp.Abort()
 
 	h := sha256.New()
 	src := &ctxReader{ctx: ctx, r: r}
@@ -93,12 +87,6 @@ func (s *Store) Put(ctx context.Context, r io.Reader, size int64, opts walrus.St
 	}
 	if progress := opts.Progress; progress != nil {
 		progress(n, n)
-	}
-	if err := tmp.Sync(); err != nil {
-		return walrus.Stored{}, fmt.Errorf("localstore: put: sync blob: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return walrus.Stored{}, fmt.Errorf("localstore: put: close blob: %w", err)
 	}
 	var digest [32]byte
 	h.Sum(digest[:0])
@@ -122,18 +110,11 @@ func (s *Store) Put(ctx context.Context, r io.Reader, size int64, opts walrus.St
 	if err := os.MkdirAll(shard, 0o700); err != nil {
 		return walrus.Stored{}, fmt.Errorf("localstore: put %s: create shard directory: %w", id, err)
 	}
-	if err := os.Chmod(tmpName, 0o400); err != nil {
-		return walrus.Stored{}, fmt.Errorf("localstore: put %s: %w", id, err)
-	}
-	if err := os.Rename(tmpName, final); err != nil {
-		return walrus.Stored{}, fmt.Errorf("localstore: put %s: move into place: %w", id, err)
-	}
-	committed = true
-	if err := syncDir(shard); err != nil {
+	if err := tmp.Commit(final); err != nil {
 		return walrus.Stored{}, fmt.Errorf("localstore: put %s: %w", id, err)
 	}
 	if newShard {
-		if err := syncDir(s.dir); err != nil {
+		if err := atomicfile.SyncDir(s.dir); err != nil {
 			return walrus.Stored{}, fmt.Errorf("localstore: put %s: %w", id, err)
 		}
 	}
@@ -253,16 +234,4 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
 }

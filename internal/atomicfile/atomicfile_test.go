@@ -1,0 +1,57 @@
+package atomicfile_test
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentstate/agentstate/internal/atomicfile"
+)
+
+func TestWriteReplacesWholeFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := atomicfile.WriteFile(p, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.WriteFile(p, []byte("two"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(p)
+	fi, _ := os.Stat(p)
+	if string(data) != "two" || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("file = %q mode %v, want two 0640", data, fi.Mode().Perm())
+	}
+	// A writer that fails leaves the old file and no temporary file.
+	boom := errors.New("boom")
+	err := atomicfile.Write(p, 0o600, func(w io.Writer) error {
+		w.Write([]byte("partial"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Write = %v, want the writer's error", err)
+	}
+	data, _ = os.ReadFile(p)
+	ents, _ := os.ReadDir(dir)
+	if string(data) != "two" || len(ents) != 1 {
+		t.Fatalf("after a failed write: %q and %d entries, want the old file alone", data, len(ents))
+	}
+}
+
+func TestCommitIntoMissingDirectoryFailsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	f, err := atomicfile.Create(dir, "x-*", 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Abort()
+	f.Write([]byte("data"))
+	if err := f.Commit(filepath.Join(dir, "no", "such", "dir", "f")); err == nil {
+		t.Fatal("Commit into a missing directory succeeded")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("a failed Commit left %d files", len(ents))
+	}
+}
