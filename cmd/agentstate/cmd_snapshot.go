@@ -422,27 +422,76 @@ func (e *env) cmdRestore(c *cli.Context) error {
 }
 
 // withRepoCreate opens the store, creating it first if it does not exist
-// (restore onto a wiped machine).
+// (restore onto a wiped machine). When fn fails, a store it created is
+// removed again, so a failed restore leaves the disk as it found it.
 func (e *env) withRepoCreate(fn func(r *repo.Repo) error) error {
+	var dir string
 	if _, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) {
-		dir, _ := filepath.Abs(repo.DirName)
-		r, err := repo.Init(dir, repo.Options{})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stderr, "created store %s\n", dir)
-		r.Close()
+		dir, _ = filepath.Abs(repo.DirName)
 	} else if e.storeFlag != "" {
 		if _, err := os.Stat(filepath.Join(e.storeFlag, "MANIFEST")); errors.Is(err, fs.ErrNotExist) {
-			r, err := repo.Init(e.storeFlag, repo.Options{})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stderr, "created store %s\n", e.storeFlag)
-			r.Close()
+			dir = e.storeFlag
 		}
 	}
-	return e.withRepo(fn)
+	if dir == "" {
+		return e.withRepo(fn)
+	}
+	undo, err := undoCreate(dir)
+	if err != nil {
+		return err
+	}
+	r, err := repo.Init(dir, repo.Options{})
+	if err != nil {
+		undo()
+		return err
+	}
+	r.Close()
+	if err := e.withRepo(fn); err != nil {
+		undo()
+		return err
+	}
+	fmt.Fprintf(e.stderr, "created store %s\n", dir)
+	return nil
+}
+
+// undoCreate returns a function that removes what creating a store in dir
+// adds: the topmost directory that does not exist yet, or, when dir exists
+// (it must then be empty to become a store), its new entries.
+func undoCreate(dir string) (func(), error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(abs); err == nil {
+		before, err := os.ReadDir(abs)
+		if err != nil {
+			return nil, err
+		}
+		had := map[string]bool{}
+		for _, e := range before {
+			had[e.Name()] = true
+		}
+		return func() {
+			ents, _ := os.ReadDir(abs)
+			for _, e := range ents {
+				if !had[e.Name()] {
+					os.RemoveAll(filepath.Join(abs, e.Name()))
+				}
+			}
+		}, nil
+	}
+	top := abs
+	for {
+		parent := filepath.Dir(top)
+		if parent == top {
+			break
+		}
+		if _, err := os.Stat(parent); err == nil {
+			break
+		}
+		top = parent
+	}
+	return func() { os.RemoveAll(top) }, nil
 }
 
 func (e *env) cmdSnapshots(c *cli.Context) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -295,8 +296,8 @@ func TestAmnesiaOverENSAndWalrus(t *testing.T) {
 	if !strings.Contains(stderr, "wrong key") {
 		t.Fatalf("restore with the wrong key: %s", stderr)
 	}
-	if a := agents(wrong); len(a) != 0 {
-		t.Fatalf("a failed restore left agents %v", a)
+	if _, err := os.Stat(wrong.store); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a failed restore into a new store left the store behind (%v)", err)
 	}
 
 	// Restore from the name alone into a fresh store.
@@ -304,6 +305,9 @@ func TestAmnesiaOverENSAndWalrus(t *testing.T) {
 	out = fresh.ok(args("restore", []string{"--key", snapKey}, chainFlags, []string{"--walrus-aggregator", srv.URL})...)
 	if !strings.Contains(out, "restored lumen from blob "+pushed.BlobID) || !strings.Contains(out, fmt.Sprintf("%d receipts re-ingested", len(receipts))) {
 		t.Fatalf("restore said: %s", out)
+	}
+	if a := agents(fresh); len(a) != 1 || a[0] != "lumen" {
+		t.Fatalf("agents after restore: %v", a)
 	}
 	if got := strings.TrimSpace(fresh.ok("hash")); got != wantHash {
 		t.Fatalf("restored bundle hash %s, want %s", got, wantHash)

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,10 +18,14 @@ import (
 // ErrNoPointer reports an agent with no published snapshot.
 var ErrNoPointer = errors.New("snapshot: no snapshot pointer")
 
-// Pointer publishes the blob id of an agent's current snapshot.
+// Pointer publishes an agent's current snapshot: the blob id and the binding
+// that ties it to its content.
 type Pointer interface {
-	Read(ctx context.Context, agent string) (walrus.BlobID, error) // ErrNoPointer when there is none
-	Write(ctx context.Context, agent string, id walrus.BlobID) error
+	// Read returns the published binding: ErrNoPointer when there is none,
+	// an *UnboundError for a pointer with a blob id but no binding (older
+	// format), a *TornPointerError when the two disagree.
+	Read(ctx context.Context, agent string) (Binding, error)
+	Write(ctx context.Context, agent string, b Binding) error
 	// Where names the pointer for messages (a file path, an ENS name).
 	Where(agent string) string
 }
@@ -39,25 +44,39 @@ func (p FilePointer) path(agent string) string { return filepath.Join(p.Dir, age
 
 func (p FilePointer) Where(agent string) string { return p.path(agent) }
 
-func (p FilePointer) Read(ctx context.Context, agent string) (walrus.BlobID, error) {
+// Read reads and strictly parses the agent's pointer file (see
+// ParsePointerFile; at most MaxBindingLen+1 bytes are read).
+func (p FilePointer) Read(ctx context.Context, agent string) (Binding, error) {
 	if err := refs.ValidateAgent(agent); err != nil {
-		return "", err
+		return Binding{}, err
 	}
-	data, err := os.ReadFile(p.path(agent))
+	f, err := os.Open(p.path(agent))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%w for agent %q in %s", ErrNoPointer, agent, p.Dir)
+		return Binding{}, fmt.Errorf("%w for agent %q in %s", ErrNoPointer, agent, p.Dir)
 	}
 	if err != nil {
-		return "", fmt.Errorf("snapshot: reading pointer: %w", err)
+		return Binding{}, fmt.Errorf("snapshot: reading pointer: %w", err)
 	}
-	id, err := walrus.ParseBlobID(strings.TrimSpace(string(data)))
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxBindingLen+2))
 	if err != nil {
-		return "", fmt.Errorf("snapshot: pointer file %s: %w", p.path(agent), err)
+		return Binding{}, fmt.Errorf("snapshot: reading pointer %s: %w", p.path(agent), err)
 	}
-	return id, nil
+	b, err := ParsePointerFile(data)
+	var ue *UnboundError
+	if errors.As(err, &ue) {
+		ue.Where = p.path(agent)
+		return Binding{}, ue
+	}
+	if err != nil {
+		return Binding{}, fmt.Errorf("snapshot: pointer file %s: %w", p.path(agent), err)
+	}
+	return b, nil
 }
 
-func (p FilePointer) Write(ctx context.Context, agent string, id walrus.BlobID) error {
+// Write replaces the agent's pointer file atomically (temporary file, fsync,
+// rename) with the binding's encoding.
+func (p FilePointer) Write(ctx context.Context, agent string, b Binding) error {
 	if err := refs.ValidateAgent(agent); err != nil {
 		return err
 	}
@@ -68,7 +87,7 @@ func (p FilePointer) Write(ctx context.Context, agent string, id walrus.BlobID) 
 	if err != nil {
 		return fmt.Errorf("snapshot: writing pointer: %w", err)
 	}
-	_, err = tmp.WriteString(string(id) + "\n")
+	_, err = tmp.Write(EncodePointerFile(b))
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -85,9 +104,11 @@ func (p FilePointer) Write(ctx context.Context, agent string, id walrus.BlobID) 
 	return nil
 }
 
-// ENSPointer keeps the pointer in the agent-snapshot text record of an ENS
-// name. Names maps an agent to its ENS name; Signer signs writes (nil makes
-// the pointer read-only).
+// ENSPointer keeps the pointer in two text records of an ENS name:
+// agent-snapshot (ens.PointerKey) holds the blob id, as the seeds define it,
+// and agent-snapshot-binding (ens.BindingKey) holds the binding's encoding,
+// which repeats the blob id. Names maps an agent to its ENS name; Signer
+// signs writes (nil makes the pointer read-only).
 type ENSPointer struct {
 	Client *ens.Client
 	Names  func(agent string) (string, error)
@@ -102,23 +123,36 @@ func (p ENSPointer) Where(agent string) string {
 	return "ENS " + n
 }
 
-func (p ENSPointer) Read(ctx context.Context, agent string) (walrus.BlobID, error) {
+// Read reads both records. A blob id without a binding is an
+// *UnboundError; a binding for another blob is a *TornPointerError.
+func (p ENSPointer) Read(ctx context.Context, agent string) (Binding, error) {
 	name, err := p.Names(agent)
 	if err != nil {
-		return "", err
+		return Binding{}, err
 	}
-	v, err := p.Client.ReadPointer(ctx, name)
+	v, bv, err := p.Client.ReadPointerPair(ctx, name)
 	if errors.Is(err, ens.ErrNoRecord) {
-		return "", fmt.Errorf("%w: %v", ErrNoPointer, err)
+		return Binding{}, fmt.Errorf("%w: %w", ErrNoPointer, err)
 	}
 	if err != nil {
-		return "", err
+		return Binding{}, err
 	}
+	where := "ENS " + name
 	id, err := walrus.ParseBlobID(v)
 	if err != nil {
-		return "", fmt.Errorf("snapshot: ENS %s record %s holds %q: %w", name, ens.PointerKey, v, err)
+		return Binding{}, fmt.Errorf("snapshot: %s record %s holds %q: %w", where, ens.PointerKey, short(v), err)
 	}
-	return id, nil
+	if bv == "" {
+		return Binding{}, &UnboundError{Where: where + " (no " + ens.BindingKey + " record)", Blob: id}
+	}
+	b, err := ParseBinding(bv)
+	if err != nil {
+		return Binding{}, fmt.Errorf("snapshot: %s record %s: %w", where, ens.BindingKey, err)
+	}
+	if b.Blob != id {
+		return Binding{}, &TornPointerError{Where: where + " (records " + ens.PointerKey + " and " + ens.BindingKey + ")", Blob: id, Binding: b.Blob}
+	}
+	return b, nil
 }
 
 // Preflight simulates the record update (no transaction): a missing resolver
@@ -136,7 +170,9 @@ func (p ENSPointer) Preflight(ctx context.Context, agent string) error {
 	return p.Client.CheckSetText(ctx, name, ens.PointerKey, strings.Repeat("A", walrus.BlobIDLen), p.Signer)
 }
 
-func (p ENSPointer) Write(ctx context.Context, agent string, id walrus.BlobID) error {
+// Write sets both records (see ens.Client.WritePointerPair: one multicall
+// transaction where the resolver has it, else the binding first).
+func (p ENSPointer) Write(ctx context.Context, agent string, b Binding) error {
 	if p.Signer == nil {
 		return fmt.Errorf("snapshot: writing the ENS pointer needs a signing key (--eth-key FILE)")
 	}
@@ -144,6 +180,6 @@ func (p ENSPointer) Write(ctx context.Context, agent string, id walrus.BlobID) e
 	if err != nil {
 		return err
 	}
-	_, err = p.Client.WritePointer(ctx, name, string(id), p.Signer)
+	_, err = p.Client.WritePointerPair(ctx, name, string(b.Blob), b.String(), p.Signer)
 	return err
 }
