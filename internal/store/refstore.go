@@ -46,6 +46,9 @@ func (s *Store) HeadRecord(ctx context.Context, agent string) ([]byte, bool, err
 // SwapHead implements refs.Store: one Badger transaction reads the HEAD
 // record, compares it and writes the entry and the new record.
 func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint64, entry, head []byte) error {
+	if err := s.checkWrite(int64(2*len(agent) + len(entry) + len(head) + 32)); err != nil {
+		return err
+	}
 	for {
 		err := s.db.Update(func(txn *badger.Txn) error {
 			it, err := txn.Get(headKey(agent))

@@ -21,6 +21,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/agentstate/agentstate/objects"
 	badger "github.com/dgraph-io/badger/v4"
@@ -41,8 +43,24 @@ const (
 const FormatVersion = "agentstate-store-1"
 
 var (
+	// ErrInUse: another process held the store's lock for longer than
+	// Options.LockTimeout.
 	ErrInUse    = errors.New("store: in use by another process")
 	ErrNotStore = errors.New("store: not an agentstate store")
+	// ErrDiskFull: the file system has too little free space for an open or
+	// a write (see DiskFullError); nothing was written.
+	ErrDiskFull = errors.New("store: not enough free space")
+)
+
+// DefaultLockTimeout is how long an open waits for another process to
+// release the store when Options.LockTimeout is zero.
+const DefaultLockTimeout = 5 * time.Second
+
+// Modes of the store directory and its files: the value log holds plaintext
+// values, so only the owner may read them.
+const (
+	DirMode  = 0o700
+	FileMode = 0o600
 )
 
 // Options tune a store.
@@ -54,13 +72,20 @@ type Options struct {
 	// InMemory keeps everything in memory (tests).
 	InMemory bool
 	// ReadOnly opens without taking the write lock. Not combinable with a
-	// concurrent writer in another process (Badger refuses).
+	// concurrent writer in another process (Badger refuses). A read-only
+	// open writes nothing to the store directory.
 	ReadOnly bool
+	// LockTimeout is how long an open waits, retrying with backoff, while
+	// another process holds the store, before it fails with ErrInUse: zero
+	// means DefaultLockTimeout, a negative value fails at once.
+	LockTimeout time.Duration
 }
 
 // Store is an open agentstate database. It is safe for concurrent use.
 type Store struct {
-	db *badger.DB
+	db      *badger.DB
+	dir     string       // "" when in memory or read-only: no space checks, no mode fixes
+	pending atomic.Int64 // bytes written (or replayed) that may still be flushed into a table
 }
 
 // Create initialises a new store in dir (created if missing; must be empty
@@ -70,17 +95,26 @@ func Create(dir string, opts Options) (*Store, error) {
 		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 			return nil, fmt.Errorf("store: %s is not empty", dir)
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		_, statErr := os.Stat(dir)
+		if err := os.MkdirAll(dir, DirMode); err != nil {
 			return nil, fmt.Errorf("store: creating %s: %w", dir, err)
+		}
+		// MkdirAll honours the umask, and dir may have existed empty.
+		if err := os.Chmod(dir, DirMode); err != nil {
+			return nil, fmt.Errorf("store: setting the mode of %s: %w", dir, err)
+		}
+		if err := checkFree(dir, diskUse{}.openNeed()); err != nil {
+			if os.IsNotExist(statErr) {
+				_ = os.Remove(dir)
+			}
+			return nil, err
 		}
 	}
 	s, err := open(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(metaKey("format"), []byte(FormatVersion))
-	}); err != nil {
+	if err := s.SetMeta("format", []byte(FormatVersion)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: initialising %s: %w", dir, err)
 	}
@@ -130,9 +164,9 @@ func open(dir string, opts Options) (*Store, error) {
 		WithNumVersionsToKeep(1).
 		WithCompactL0OnClose(true).
 		WithReadOnly(opts.ReadOnly).
-		WithMemTableSize(8 << 20).
+		WithMemTableSize(memTableSize).
 		WithValueThreshold(256 << 10).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(valueLogFileSize).
 		WithCompression(options.ZSTD).
 		WithZSTDCompressionLevel(3).
 		WithBlockSize(16 << 10).
@@ -140,21 +174,95 @@ func open(dir string, opts Options) (*Store, error) {
 		WithIndexCacheSize(16 << 20).
 		WithNumCompactors(2).
 		WithDetectConflicts(true)
+	writable := !opts.InMemory && !opts.ReadOnly
+	var use diskUse
 	if opts.InMemory {
 		bo = bo.WithDir("").WithValueDir("").WithInMemory(true)
-	} else if !opts.ReadOnly {
+	} else if writable {
+		var err error
+		if use, err = readDiskUse(dir); err != nil {
+			return nil, err
+		}
+		if err := checkFree(dir, use.openNeed()); err != nil {
+			return nil, err
+		}
 		if err := removeEmptyLogs(dir); err != nil {
 			return nil, err
 		}
-	}
-	db, err := badger.Open(bo)
-	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") || strings.Contains(err.Error(), "resource temporarily unavailable") {
-			return nil, fmt.Errorf("%w: %s (another agentstate command or runtime has it open; wait for it to finish)", ErrInUse, dir)
+		if err := tighten(dir); err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("store: opening %s: %w", dir, err)
 	}
-	return &Store{db: db}, nil
+	db, err := openWait(bo, dir, opts.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db}
+	if writable {
+		s.dir = dir
+		s.pending.Store(use.memData)
+	}
+	return s, nil
+}
+
+// openWait opens Badger, retrying with backoff while another process holds
+// the directory lock, for at most timeout (zero: DefaultLockTimeout).
+func openWait(bo badger.Options, dir string, timeout time.Duration) (*badger.DB, error) {
+	if timeout == 0 {
+		timeout = DefaultLockTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	delay := 5 * time.Millisecond
+	for {
+		db, err := badger.Open(bo)
+		if err == nil {
+			return db, nil
+		}
+		if !isLockError(err) {
+			return nil, fmt.Errorf("store: opening %s: %w", dir, err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, fmt.Errorf("%w: %s (another agentstate command or runtime has held it for %v; wait for it to finish, or raise AGENTSTATE_LOCK_TIMEOUT)", ErrInUse, dir, timeout.Round(time.Millisecond))
+		}
+		time.Sleep(min(delay, left))
+		delay = min(delay*2, 200*time.Millisecond)
+	}
+}
+
+func isLockError(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot acquire directory lock") || strings.Contains(msg, "resource temporarily unavailable")
+}
+
+// tighten gives the store directory DirMode and its files FileMode. Badger
+// creates its files with mode 0666 less the umask and has no option for it;
+// the directory mode is what keeps other users out, the file modes are fixed
+// again on every writable open and close. A store shared by a group that the
+// current user does not own is left as it is.
+func tighten(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil // Badger reports it
+	}
+	if fi.Mode().Perm() != DirMode {
+		if err := os.Chmod(dir, DirMode); err != nil && !errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("store: setting the mode of %s: %w", dir, err)
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().Perm() != FileMode {
+			_ = os.Chmod(filepath.Join(dir, e.Name()), FileMode) // best effort: the directory mode protects it
+		}
+	}
+	return nil
 }
 
 // removeEmptyLogs deletes zero-length memtable (.mem) and value-log (.vlog)
@@ -181,7 +289,13 @@ func removeEmptyLogs(dir string) error {
 }
 
 // Close flushes and closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.dir != "" {
+		_ = tighten(s.dir) // files created since open
+	}
+	return err
+}
 
 // DB exposes the Badger handle to the packages that own other namespaces.
 func (s *Store) DB() *badger.DB { return s.db }
@@ -256,6 +370,13 @@ func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
 	if len(missing) == 0 {
 		return nil
 	}
+	var n int64
+	for _, b := range missing {
+		n += int64(len(b.Data) + 64)
+	}
+	if err := s.checkWrite(n); err != nil {
+		return err
+	}
 	if len(missing) == 1 {
 		return s.db.Update(func(txn *badger.Txn) error {
 			return txn.Set(blockKey(missing[0].CID), missing[0].Data)
@@ -280,12 +401,19 @@ func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
 // Reclaim asks Badger to rewrite value-log files that are mostly garbage, so
 // space freed by Delete returns to the file system. It is best effort.
 func (s *Store) Reclaim() {
+	// A value-log GC copies a file's live values to the head of the log.
+	if s.checkWrite(valueLogFileSize) != nil {
+		return
+	}
 	for i := 0; i < 16 && s.db.RunValueLogGC(0.5) == nil; i++ {
 	}
 }
 
 // Delete removes blocks (gc only).
 func (s *Store) Delete(ctx context.Context, cids ...objects.CID) error {
+	if err := s.checkWrite(int64(len(cids)) * 64); err != nil {
+		return err
+	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	for _, c := range cids {
@@ -352,6 +480,9 @@ func (s *Store) CIDsWithPrefix(ctx context.Context, prefix []byte) ([]objects.CI
 
 // CorruptForTest overwrites a block's bytes in place.
 func (s *Store) CorruptForTest(c objects.CID, data []byte) {
+	if s.checkWrite(int64(len(data)+64)) != nil {
+		return
+	}
 	_ = s.db.Update(func(txn *badger.Txn) error { return txn.Set(blockKey(c), data) })
 }
 
@@ -373,6 +504,9 @@ func (s *Store) GetMeta(name string) ([]byte, bool, error) {
 }
 
 func (s *Store) SetMeta(name string, v []byte) error {
+	if err := s.checkWrite(int64(len(name) + len(v) + 16)); err != nil {
+		return err
+	}
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(metaKey(name), v) })
 }
 
@@ -403,6 +537,9 @@ func (s *Store) DeleteMetaPrefix(prefix string) error {
 		names = append(names, name)
 		return nil
 	}); err != nil {
+		return err
+	}
+	if err := s.checkWrite(int64(len(names)) * 64); err != nil {
 		return err
 	}
 	wb := s.db.NewWriteBatch()

@@ -30,7 +30,7 @@ func TestInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = store.Open(dir, store.Options{})
+	_, err = store.Open(dir, store.Options{LockTimeout: -1})
 	if !errors.Is(err, store.ErrInUse) {
 		t.Fatalf("second open: %v, want ErrInUse", err)
 	}

@@ -16,6 +16,13 @@ func tapePrefix(agent string) []byte { return append(append([]byte{NSTape}, agen
 
 // AppendLines implements tape.Store.
 func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (uint64, error) {
+	n := int64(0)
+	for _, l := range lines {
+		n += int64(len(agent) + len(l) + 16)
+	}
+	if err := s.checkWrite(n); err != nil {
+		return 0, err
+	}
 	var last uint64
 	for {
 		err := s.db.Update(func(txn *badger.Txn) error {
