@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -43,6 +44,13 @@ type Options struct {
 	// header names passphrase parameters other than the cipher's own; 0 means
 	// DefaultMaxKDFMemoryKiB.
 	MaxKDFMemoryKiB uint32
+	// MaxKDFTime, MaxKDFWorkKiB (memory in KiB times passes, which is what
+	// the derivation's CPU time grows with) and MaxKDFThreads bound the rest
+	// of such a header's parameters; 0 means DefaultMaxKDFTime,
+	// DefaultMaxKDFWorkKiB and DefaultMaxKDFThreads.
+	MaxKDFTime    uint32
+	MaxKDFWorkKiB uint64
+	MaxKDFThreads uint8
 }
 
 // AESGCM is the default Cipher: AES-256-GCM over fixed-size chunks in the
@@ -55,6 +63,9 @@ type AESGCM struct {
 	randomized bool
 	rand       io.Reader
 	maxKDFMem  uint32
+	maxKDFTime uint32
+	maxKDFWork uint64
+	maxKDFLane uint8
 	pass       []byte     // nil unless built from a passphrase
 	kdf        *KDFHeader // the KDF block written into headers, or nil
 }
@@ -113,10 +124,10 @@ func (c *AESGCM) applyOptions(opts Options) error {
 	if c.rand == nil {
 		c.rand = rand.Reader
 	}
-	c.maxKDFMem = opts.MaxKDFMemoryKiB
-	if c.maxKDFMem == 0 {
-		c.maxKDFMem = DefaultMaxKDFMemoryKiB
-	}
+	c.maxKDFMem = cmp.Or(opts.MaxKDFMemoryKiB, DefaultMaxKDFMemoryKiB)
+	c.maxKDFTime = cmp.Or(opts.MaxKDFTime, DefaultMaxKDFTime)
+	c.maxKDFWork = cmp.Or(opts.MaxKDFWorkKiB, DefaultMaxKDFWorkKiB)
+	c.maxKDFLane = cmp.Or(opts.MaxKDFThreads, DefaultMaxKDFThreads)
 	return nil
 }
 
@@ -260,7 +271,9 @@ func (c *AESGCM) Encrypt(ctx context.Context, dst io.Writer, src io.Reader, cont
 // authenticated chunk at a time (see Cipher.Decrypt for the failure contract).
 // It reads src to its end: data after the final chunk is an error.
 //
-// Errors: ErrBadHeader (not an envelope, or another cipher's), *WrongKeyError
+// Errors: ErrBadHeader (not an envelope, or another cipher's; a
+// *KDFLimitError when the header's argon2id parameters exceed the Options
+// limits, refused before the KDF runs), *WrongKeyError
 // (ErrWrongKey), ErrTruncated, *ChunkError (ErrTampered or ErrTruncated, naming
 // the chunk), a context error, or a wrapped read/write error.
 func (c *AESGCM) Decrypt(ctx context.Context, dst io.Writer, src io.Reader) error {
@@ -373,15 +386,32 @@ func (c *AESGCM) keyFor(h *Header) (Key, error) {
 	if c.kdf != nil && c.kdf.Params == h.KDF.Params && bytes.Equal(c.kdf.Salt, h.KDF.Salt) {
 		return c.key, nil
 	}
-	if h.KDF.Params.MemoryKiB > c.maxKDFMem {
-		return Key{}, fmt.Errorf("%w: blob asks argon2id for %d KiB of memory, above the limit of %d KiB (Options.MaxKDFMemoryKiB)",
-			ErrBadHeader, h.KDF.Params.MemoryKiB, c.maxKDFMem)
+	if err := c.checkKDF(h.KDF.Params); err != nil {
+		return Key{}, err
 	}
 	k, err := KeyFromPassphrase(c.pass, h.KDF.Salt, h.KDF.Params)
 	if err != nil {
 		return Key{}, fmt.Errorf("envelope: deriving key from the blob's KDF block: %w", err)
 	}
 	return k, nil
+}
+
+// checkKDF refuses parameters above the cipher's decrypt limits, so a hostile
+// header cannot make Decrypt spend minutes of CPU or gigabytes of memory
+// before it can say "wrong key".
+func (c *AESGCM) checkKDF(p KDFParams) error {
+	work := uint64(p.MemoryKiB) * uint64(p.Time)
+	switch {
+	case p.Time > c.maxKDFTime:
+		return &KDFLimitError{Params: p, What: "passes", Value: uint64(p.Time), Limit: uint64(c.maxKDFTime), Option: "MaxKDFTime"}
+	case p.MemoryKiB > c.maxKDFMem:
+		return &KDFLimitError{Params: p, What: "memory", Value: uint64(p.MemoryKiB), Limit: uint64(c.maxKDFMem), Option: "MaxKDFMemoryKiB"}
+	case work > c.maxKDFWork:
+		return &KDFLimitError{Params: p, What: "work", Value: work, Limit: c.maxKDFWork, Option: "MaxKDFWorkKiB"}
+	case p.Threads > c.maxKDFLane:
+		return &KDFLimitError{Params: p, What: "lanes", Value: uint64(p.Threads), Limit: uint64(c.maxKDFLane), Option: "MaxKDFThreads"}
+	}
+	return nil
 }
 
 // deterministicSalt is HKDF-SHA256(ikm=master, salt=contentHash,

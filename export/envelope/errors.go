@@ -33,7 +33,36 @@ var (
 	// ErrKeyFilePermissions: a key file is readable or writable by group or
 	// others. LoadKeyFile still returns the key alongside this error.
 	ErrKeyFilePermissions = errors.New("envelope: key file permissions too open")
+	// ErrKDFLimit: a blob's header asks argon2id for more passes, memory,
+	// work (memory times passes) or lanes than Decrypt allows (see
+	// KDFLimitError). It also matches ErrBadHeader.
+	ErrKDFLimit = errors.New("envelope: KDF parameters above the limit")
 )
+
+// KDFLimitError reports a blob header whose argon2id parameters exceed a
+// decrypt limit; the KDF was not run. It matches ErrKDFLimit and ErrBadHeader.
+type KDFLimitError struct {
+	Params KDFParams // what the header asks for
+	What   string    // "passes", "memory", "work" or "lanes"
+	Value  uint64    // the header's value of What (KiB for memory, KiB×passes for work)
+	Limit  uint64    // the limit it exceeds
+	Option string    // the Options field that sets the limit
+}
+
+func (e *KDFLimitError) Error() string {
+	unit := ""
+	switch e.What {
+	case "memory":
+		unit = " KiB"
+	case "work":
+		unit = " KiB×passes"
+	}
+	return fmt.Sprintf("envelope: blob asks argon2id for %s %d%s (time %d, memory %d KiB, threads %d), above the limit of %d%s (Options.%s); refused without running it",
+		e.What, e.Value, unit, e.Params.Time, e.Params.MemoryKiB, e.Params.Threads, e.Limit, unit, e.Option)
+}
+
+// Is reports whether target is ErrKDFLimit or ErrBadHeader.
+func (e *KDFLimitError) Is(target error) bool { return target == ErrKDFLimit || target == ErrBadHeader }
 
 // WrongKeyError reports a key id mismatch. It matches ErrWrongKey.
 type WrongKeyError struct {

@@ -178,6 +178,15 @@ const (
 	// DefaultMaxKDFMemoryKiB is the most memory Decrypt spends re-deriving a
 	// passphrase key from a blob's header unless Options says otherwise.
 	DefaultMaxKDFMemoryKiB = 1 << 20 // 1 GiB
+	// DefaultMaxKDFTime, DefaultMaxKDFWorkKiB and DefaultMaxKDFThreads bound
+	// the passes, memory×passes and lanes Decrypt accepts from a blob header.
+	// agentstate writes DefaultKDFParams (3 passes × 64 MiB = 192 MiB×passes,
+	// 2 lanes); the limits leave room for stronger settings chosen through the
+	// API (1 GiB×passes is about 2 s of CPU on one core, measured) while refusing the
+	// format's extremes (64 passes × 4 GiB), which would run for many minutes.
+	DefaultMaxKDFTime    = 16
+	DefaultMaxKDFWorkKiB = 1 << 20 // 1 GiB × passes
+	DefaultMaxKDFThreads = 16
 )
 
 // DefaultKDFParams returns the parameters used for new passphrase keys: argon2id
@@ -232,9 +241,12 @@ func KeyFromPassphrase(pass, salt []byte, p KDFParams) (Key, error) {
 		return Key{}, err
 	}
 	var k Key
-	copy(k[:], argon2.IDKey(pass, salt, p.Time, p.MemoryKiB, p.Threads, KeySize))
+	copy(k[:], argon2IDKey(pass, salt, p.Time, p.MemoryKiB, p.Threads, KeySize))
 	return k, nil
 }
+
+// argon2IDKey is argon2.IDKey; tests replace it to see whether and how the KDF runs.
+var argon2IDKey = argon2.IDKey
 
 // HKDF labels (the info strings). docs/envelope.md lists them.
 const (
