@@ -21,8 +21,12 @@
 //   - A Fault makes the next matching requests fail: 503 BLOB_UNAVAILABLE,
 //     504 INSUFFICIENT_CONFIRMATIONS, 429 with a plain-text body and an
 //     optional Retry-After, a connection dropped before answering, a
-//     connection dropped after the blob was stored, or a GET body cut off
-//     half-way.
+//     connection dropped after the blob was stored, a GET body cut off
+//     half-way or at a fixed byte of the blob, a request never answered
+//     (Hang), a transfer held open part-way (Stall: a body short of its
+//     Content-Length, or a PUT body no longer read), or a body trickled one
+//     byte at a time (Trickle). WithoutRange makes reads ignore Range, as
+//     some caches in front of aggregators do.
 //
 // Validation follows the publisher's OpenAPI description, and is stricter where
 // that helps find client bugs: `epochs` must be present (the real publisher

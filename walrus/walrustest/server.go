@@ -1,6 +1,7 @@
 package walrustest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -41,9 +42,22 @@ const (
 	// answering. It matches PUT requests only.
 	DropAfterStore
 	// Truncate sends the headers of a successful GET with the full
-	// Content-Length, half of the body, then closes the connection. It
-	// matches GET requests only.
+	// Content-Length, half of the body (or the body up to the blob's byte
+	// Fault.At), then closes the connection. It matches GET requests only.
 	Truncate
+	// Hang takes the request and never answers, holding the connection open
+	// until the client goes away or the server closes. A PUT's body is read
+	// (and discarded) first, so the client is left waiting for the answer.
+	Hang
+	// Stall holds the connection open part-way through a transfer. On GET it
+	// sends the headers with the full Content-Length and the body up to half
+	// (or up to the blob's byte Fault.At), then sends nothing more. On PUT it
+	// reads the request body up to half its Content-Length (or Fault.At
+	// bytes), then reads nothing more and never answers.
+	Stall
+	// Trickle sends a body one byte every Fault.Every (default 1s): on GET
+	// the blob, on PUT the JSON answer (after storing the blob).
+	Trickle
 )
 
 func (k FaultKind) String() string {
@@ -60,6 +74,12 @@ func (k FaultKind) String() string {
 		return "drop-after-store"
 	case Truncate:
 		return "truncate"
+	case Hang:
+		return "hang"
+	case Stall:
+		return "stall"
+	case Trickle:
+		return "trickle"
 	}
 	return "fault(" + strconv.Itoa(int(k)) + ")"
 }
@@ -68,13 +88,21 @@ func (k FaultKind) String() string {
 type Fault struct {
 	Kind FaultKind
 	// Method restricts the fault to one HTTP method; "" matches any (but
-	// DropAfterStore only ever matches PUT and Truncate only GET).
+	// DropAfterStore only ever matches PUT, Truncate only GET, and Stall
+	// and Trickle only GET and PUT).
 	Method string
 	// Count is how many requests fail; 0 means 1.
 	Count int
 	// RetryAfter, if positive, is sent in a Retry-After header (whole
 	// seconds, rounded up) with 429, 503 and 504.
 	RetryAfter time.Duration
+	// At, if positive, is where Truncate and Stall cut a GET body, as an
+	// offset in the blob (so every request is cut at the same byte, however
+	// it was ranged), or how many body bytes Stall reads of a PUT. 0 means
+	// half of what the request would otherwise transfer.
+	At int64
+	// Every is the delay before each byte of a Trickle; 0 means one second.
+	Every time.Duration
 }
 
 func (f Fault) matches(method string) bool {
@@ -85,6 +113,10 @@ func (f Fault) matches(method string) bool {
 		}
 	case Truncate:
 		if method != http.MethodGet {
+			return false
+		}
+	case Stall, Trickle:
+		if method != http.MethodGet && method != http.MethodPut {
 			return false
 		}
 	}
@@ -114,6 +146,8 @@ type Server struct {
 	dir     string
 	maxSize int64
 	snake   bool
+	closed  chan struct{} // closed by Close, ends held connections
+	once    sync.Once
 
 	mu       sync.Mutex
 	epoch    int64
@@ -122,6 +156,7 @@ type Server struct {
 	faults   []Fault
 	requests []Request
 	seq      uint64
+	noRange  bool
 }
 
 type blob struct {
@@ -142,6 +177,10 @@ func WithMaxBlobSize(n int64) Option { return func(s *Server) { s.maxSize = n } 
 // WithEpoch sets the starting epoch (default 1).
 func WithEpoch(e int64) Option { return func(s *Server) { s.epoch = e } }
 
+// WithoutRange makes GET ignore Range headers and answer 200 with the whole
+// blob, as some caches and proxies in front of aggregators do.
+func WithoutRange() Option { return func(s *Server) { s.noRange = true } }
+
 // WithSnakeCase makes PUT answer with snake_case field names, as some
 // generated documentation of the API shows, instead of camelCase.
 func WithSnakeCase() Option { return func(s *Server) { s.snake = true } }
@@ -155,6 +194,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		epoch:   1,
 		blobs:   map[walrus.BlobID]*blob{},
 		objects: map[string]walrus.BlobID{},
+		closed:  make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(s)
@@ -167,6 +207,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 
 // Close shuts the server down; NewServer arranges it at the end of the test.
 func (s *Server) Close() {
+	s.once.Do(func() { close(s.closed) })
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
@@ -187,6 +228,14 @@ func (s *Server) SetEpoch(e int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.epoch = e
+}
+
+// SetRange turns support for Range headers on (the default) or off (see
+// WithoutRange).
+func (s *Server) SetRange(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRange = !on
 }
 
 // Inject queues a fault. Faults apply in the order queued: a request takes
@@ -380,6 +429,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case Drop:
 			dropConnection(sw)
 			return
+		case Hang:
+			if r.Method == http.MethodPut {
+				io.Copy(io.Discard, r.Body)
+			}
+			s.hold(r)
+			return
 		}
 	}
 	switch {
@@ -389,14 +444,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(sw, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "METHOD_NOT_ALLOWED", "use PUT to store a blob")
 			return
 		}
-		s.servePut(sw, r, faulted && fault.Kind == DropAfterStore)
+		s.servePut(sw, r, fault)
 	case strings.HasPrefix(r.URL.Path, "/v1/blobs/"):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			sw.Header().Set("Allow", "GET, HEAD")
 			writeError(sw, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "METHOD_NOT_ALLOWED", "use GET to read a blob")
 			return
 		}
-		s.serveGet(sw, r, faulted && fault.Kind == Truncate)
+		s.serveGet(sw, r, fault)
 	default:
 		writeError(sw, http.StatusNotFound, "NOT_FOUND", "ROUTE_NOT_FOUND", "no such route: "+r.URL.Path)
 	}
@@ -418,6 +473,42 @@ func (c *countingReader) Close() error { return c.r.Close() }
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 	if d > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10))
+	}
+}
+
+// hold keeps a connection open without sending anything until the client
+// goes away or the server closes.
+func (s *Server) hold(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.closed:
+	}
+}
+
+// trickle writes b one byte every d (one second if d is 0), flushing each,
+// until done or the client goes away.
+func (s *Server) trickle(w http.ResponseWriter, r *http.Request, b io.Reader, d time.Duration) {
+	if d <= 0 {
+		d = time.Second
+	}
+	t := time.NewTicker(d)
+	defer t.Stop()
+	var one [1]byte
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.closed:
+			return
+		case <-t.C:
+		}
+		if _, err := io.ReadFull(b, one[:]); err != nil {
+			return
+		}
+		if _, err := w.Write(one[:]); err != nil {
+			return
+		}
+		w.(http.Flusher).Flush()
 	}
 }
 
@@ -546,10 +637,19 @@ func parsePutParams(q map[string][]string) (putParams, error) {
 	return p, nil
 }
 
-func (s *Server) servePut(w http.ResponseWriter, r *http.Request, dropAfter bool) {
+func (s *Server) servePut(w http.ResponseWriter, r *http.Request, fault Fault) {
 	p, err := parsePutParams(r.URL.Query())
 	if err != nil {
 		badRequest(w, err.Error())
+		return
+	}
+	if fault.Kind == Stall {
+		n := fault.At
+		if n <= 0 {
+			n = r.ContentLength / 2
+		}
+		io.CopyN(io.Discard, r.Body, n)
+		s.hold(r)
 		return
 	}
 	if r.ContentLength > s.maxSize {
@@ -583,7 +683,7 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, dropAfter bool
 	id := walrus.BlobIDFromBytes(d)
 
 	resp := s.store(id, tmp, n, p)
-	if dropAfter {
+	if fault.Kind == DropAfterStore {
 		dropConnection(w)
 		return
 	}
@@ -594,6 +694,10 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, dropAfter bool
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
+	if fault.Kind == Trickle {
+		s.trickle(w, r, bytes.NewReader(b), fault.Every)
+		return
+	}
 	w.Write(b)
 }
 
@@ -705,7 +809,7 @@ func snakeKeys(v any) any {
 	return v
 }
 
-func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, truncate bool) {
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, fault Fault) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/blobs/")
 	var id walrus.BlobID
 	if obj, ok := strings.CutPrefix(rest, "by-object-id/"); ok {
@@ -743,7 +847,13 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, truncate bool)
 		return
 	}
 	size := st.Size()
-	start, end, partial, ok := parseRange(r.Header.Get("Range"), size)
+	rng := r.Header.Get("Range")
+	s.mu.Lock()
+	if s.noRange {
+		rng = ""
+	}
+	s.mu.Unlock()
+	start, end, partial, ok := parseRange(rng, size)
 	if !ok {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
 		writeError(w, http.StatusRequestedRangeNotSatisfiable, "OUT_OF_RANGE", "RANGE_NOT_SATISFIABLE", "range not satisfiable")
@@ -764,13 +874,24 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, truncate bool)
 		return
 	}
 	n := end - start
-	if truncate {
+	switch fault.Kind {
+	case Truncate, Stall:
 		n /= 2
+		if fault.At > 0 {
+			n = max(0, min(end, fault.At)-start)
+		}
+	case Trickle:
+		s.trickle(w, r, io.NewSectionReader(f, start, n), fault.Every)
+		return
 	}
 	io.Copy(w, io.NewSectionReader(f, start, n))
-	if truncate {
+	switch fault.Kind {
+	case Truncate:
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler)
+	case Stall:
+		w.(http.Flusher).Flush()
+		s.hold(r)
 	}
 }
 

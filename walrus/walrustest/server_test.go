@@ -1,7 +1,9 @@
 package walrustest_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -289,5 +291,88 @@ func TestFaults(t *testing.T) {
 	}
 	if faulted != 7 {
 		t.Fatalf("%d faulted requests recorded, want 7", faulted)
+	}
+}
+
+func TestStallFaults(t *testing.T) {
+	srv := walrustest.NewServer(t)
+	do(t, srv, "PUT", "/v1/blobs?epochs=1", "0123456789")
+	path := "/v1/blobs/" + string(walrustest.BlobID([]byte("0123456789")))
+	get := func(timeout time.Duration, header ...string) (*http.Response, []byte, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, b, err
+	}
+
+	// Hang: no answer at all.
+	srv.Inject(walrustest.Fault{Kind: walrustest.Hang, Method: "GET"})
+	if _, _, err := get(100 * time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hang: %v", err)
+	}
+	// Stall: headers and the body up to byte At, then nothing, whatever the Range.
+	srv.Inject(walrustest.Fault{Kind: walrustest.Stall, At: 6, Count: 2})
+	resp, b, err := get(100*time.Millisecond, "Range", "bytes=2-")
+	if !errors.Is(err, context.DeadlineExceeded) || string(b) != "2345" || resp.ContentLength != 8 {
+		t.Fatalf("stall: %q %v", b, err)
+	}
+	resp, b, err = get(100 * time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || string(b) != "012345" || resp.ContentLength != 10 {
+		t.Fatalf("stall: %q %v", b, err)
+	}
+	// Truncate at a fixed byte.
+	srv.Inject(walrustest.Fault{Kind: walrustest.Truncate, At: 3})
+	if _, b, err := get(time.Second, "Range", "bytes=1-"); err != io.ErrUnexpectedEOF || string(b) != "12" {
+		t.Fatalf("truncate at 3: %q %v", b, err)
+	}
+	// Trickle: every byte, one at a time.
+	srv.Inject(walrustest.Fault{Kind: walrustest.Trickle, Every: time.Millisecond})
+	if _, b, err := get(5 * time.Second); err != nil || string(b) != "0123456789" {
+		t.Fatalf("trickle: %q %v", b, err)
+	}
+	srv.Inject(walrustest.Fault{Kind: walrustest.Trickle, Every: time.Hour})
+	if _, b, err := get(100 * time.Millisecond); !errors.Is(err, context.DeadlineExceeded) || len(b) != 0 {
+		t.Fatalf("slow trickle: %q %v", b, err)
+	}
+	// Range support off.
+	srv.SetRange(false)
+	if resp, b, err := get(time.Second, "Range", "bytes=4-"); err != nil || resp.StatusCode != 200 || string(b) != "0123456789" {
+		t.Fatalf("range off: %v %q %v", resp, b, err)
+	}
+	srv.SetRange(true)
+
+	// PUT: Hang reads the body and never answers; Stall stops reading.
+	put := func(body string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "PUT", srv.URL+"/v1/blobs?epochs=1", strings.NewReader(body))
+		resp, err := srv.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	for _, k := range []walrustest.FaultKind{walrustest.Hang, walrustest.Stall} {
+		srv.Inject(walrustest.Fault{Kind: k, Method: "PUT"})
+		if err := put("held"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("PUT %v: %v", k, err)
+		}
+	}
+	if _, _, ok := srv.Blob(walrustest.BlobID([]byte("held"))); ok {
+		t.Fatal("a held PUT stored the blob")
+	}
+	srv.Inject(walrustest.Fault{Kind: walrustest.Trickle, Method: "PUT", Every: time.Millisecond})
+	if a := do(t, srv, "PUT", "/v1/blobs?epochs=1", "trickled"); a.status != 200 || !strings.Contains(a.body, "newlyCreated") {
+		t.Fatalf("trickled answer: %d %q", a.status, a.body)
 	}
 }
