@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentstate/agentstate/walrus"
@@ -26,6 +27,9 @@ var (
 	// ErrBadResponse reports a 2xx answer from a publisher that is not one of
 	// the documented store results.
 	ErrBadResponse = errors.New("walrus/httpstore: unrecognised store response")
+	// ErrStalled reports a transfer aborted because the server stopped
+	// answering or answered too slowly (see Timeouts and StallError).
+	ErrStalled = errors.New("walrus/httpstore: transfer stalled")
 )
 
 // Defaults.
@@ -48,8 +52,9 @@ const (
 	minPartSize = 1 << 10
 )
 
-// maxResponse bounds how much of a response body to a PUT is read.
-const maxResponse = 1 << 20
+// maxResponse bounds how much of a publisher's answer to a PUT is read. The
+// documented answers are about 1 KiB.
+const maxResponse = 64 << 10
 
 // Client stores blobs through a Walrus publisher and reads them through an
 // aggregator. It is safe for concurrent use.
@@ -64,6 +69,9 @@ type Client struct {
 	memSpool    int64
 	spoolDir    string
 	userAgent   string
+	timeouts    Timeouts // as given; zero fields mean the defaults
+	to          Timeouts // resolved: 0 means off
+	hcSet       bool
 	// sleep waits for d or until ctx is done; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -73,9 +81,13 @@ var _ walrus.Store = (*Client)(nil)
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient sets the HTTP client (default: a client with no overall
-// timeout, since uploads of large blobs take long; contexts bound requests).
-func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+// WithHTTPClient sets the HTTP client. The default is a client with no
+// overall timeout, since uploads of large blobs take long, and a transport
+// with the Dial and TLSHandshake timeouts; the other Timeouts are enforced
+// per request by this package, whichever client is used.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) { c.hc, c.hcSet = hc, true }
+}
 
 // WithRetry sets how many times a request is tried (at least 1) and the
 // backoff: the n-th retry waits a random duration in [d/2, d] with
@@ -104,7 +116,6 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua
 // ErrNoAggregator.
 func New(publisherURL, aggregatorURL string, opts ...Option) (*Client, error) {
 	c := &Client{
-		hc:          &http.Client{},
 		attempts:    DefaultAttempts,
 		baseBackoff: DefaultBaseBackoff,
 		maxBackoff:  DefaultMaxBackoff,
@@ -122,6 +133,10 @@ func New(publisherURL, aggregatorURL string, opts ...Option) (*Client, error) {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	c.to = c.timeouts.resolve()
+	if !c.hcSet {
+		c.hc = &http.Client{Transport: newTransport(c.to)}
 	}
 	switch {
 	case c.hc == nil:
@@ -366,6 +381,7 @@ type bodyReader struct {
 	prog     *progress
 	progBase int64
 	err      error
+	w        *putWatch
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -377,15 +393,110 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	if err != nil && err != io.EOF {
 		b.err = err
 	}
+	if b.w != nil {
+		b.w.moved(n)
+		if err == io.EOF {
+			b.w.sent()
+		}
+	}
 	return n, err
+}
+
+// putWatch watches one store attempt: Idle and the throughput floor while
+// the body is sent, StoreAnswer until the answer begins, then Idle and the
+// floor again while the answer is read. It is called from the transport's
+// goroutine as well as the caller's.
+type putWatch struct {
+	wd    *watchdog
+	to    Timeouts
+	mu    sync.Mutex
+	meter rateMeter
+	last  time.Time
+	on    bool // the meter runs (sending the body, reading the answer)
+}
+
+func newPutWatch(cancel context.CancelCauseFunc, to Timeouts) *putWatch {
+	return &putWatch{wd: newWatchdog(cancel, "store"), to: to, meter: rateMeter{op: "store", window: to.RateWindow, min: to.MinBytes}}
+}
+
+// transfer starts a phase where bytes move: the body, or the answer.
+func (w *putWatch) transfer() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.on, w.last = true, time.Now()
+	w.meter.reset()
+	w.wd.arm(StallIdle, w.to.Idle)
+}
+
+// sent starts the wait for the answer.
+func (w *putWatch) sent() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.on = false
+	w.wd.arm(StallNoAnswer, w.to.StoreAnswer)
+}
+
+// moved records n bytes moved.
+func (w *putWatch) moved(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.on || n == 0 {
+		return
+	}
+	now := time.Now()
+	slow := w.meter.add(now.Sub(w.last), int64(n))
+	w.last = now
+	if slow != nil {
+		w.on = false
+		w.wd.abort(slow)
+		return
+	}
+	w.wd.arm(StallIdle, w.to.Idle)
+}
+
+func (w *putWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.on = false
+	w.wd.disarm()
+}
+
+// watchedBody counts the bytes of an answer for a putWatch.
+type watchedBody struct {
+	r io.Reader
+	w *putWatch
+}
+
+func (b watchedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.w.moved(n)
+	return n, err
+}
+
+// stallOr returns the stall that aborted an attempt, as a retryable
+// transport failure (or, for a transfer below the floor, as final), else
+// err.
+func stallOr(actx context.Context, err error) error {
+	se := stallCause(actx)
+	switch {
+	case se == nil:
+		return err
+	case se.Kind == StallSlow:
+		return se
+	}
+	return &transportError{se}
 }
 
 func (b *bodyReader) Close() error { return nil }
 
 func (c *Client) putOnce(ctx context.Context, endpoint string, body *io.SectionReader, prog *progress, progBase int64) (storeResult, error) {
 	size := body.Size()
-	br := &bodyReader{r: io.NewSectionReader(body, 0, size), prog: prog, progBase: progBase}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, endpoint, br)
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := newPutWatch(cancel, c.to)
+	defer w.stop()
+	br := &bodyReader{r: io.NewSectionReader(body, 0, size), prog: prog, progBase: progBase, w: w}
+	req, err := http.NewRequestWithContext(actx, http.MethodPut, endpoint, br)
 	if err != nil {
 		return storeResult{}, fmt.Errorf("walrus/httpstore: store: %w", err)
 	}
@@ -394,27 +505,42 @@ func (c *Client) putOnce(ctx context.Context, endpoint string, body *io.SectionR
 		req.Body = http.NoBody
 	}
 	req.GetBody = func() (io.ReadCloser, error) {
-		return &bodyReader{r: io.NewSectionReader(body, 0, size)}, nil
+		w.transfer()
+		return &bodyReader{r: io.NewSectionReader(body, 0, size), w: w}, nil
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("User-Agent", c.userAgent)
+	if size == 0 {
+		w.sent()
+	} else {
+		w.transfer()
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if br.err != nil {
 			return storeResult{}, fmt.Errorf("walrus/httpstore: store: reading the blob: %w", br.err)
 		}
-		return storeResult{}, &transportError{fmt.Errorf("walrus/httpstore: store: %w", err)}
+		return storeResult{}, stallOr(actx, &transportError{fmt.Errorf("walrus/httpstore: store: %w", err)})
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	w.transfer()
+	limit := int64(maxResponse)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		limit = maxErrorBody
+	}
+	raw, err := io.ReadAll(io.LimitReader(watchedBody{resp.Body, w}, limit+1))
+	w.stop()
+	if se := stallCause(actx); se != nil && se.Kind == StallSlow {
+		return storeResult{}, se
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return storeResult{}, decodeAPIError("store", resp.StatusCode, resp.Header, raw)
 	}
 	if err != nil {
-		return storeResult{}, &transportError{fmt.Errorf("walrus/httpstore: store: reading the answer: %w", err)}
+		return storeResult{}, stallOr(actx, &transportError{fmt.Errorf("walrus/httpstore: store: reading the answer: %w", err)})
 	}
 	if len(raw) > maxResponse {
-		return storeResult{}, fmt.Errorf("%w: answer larger than %d bytes", ErrBadResponse, maxResponse)
+		return storeResult{}, fmt.Errorf("walrus/httpstore: store: %w: answer larger than %d bytes (a store answer is about 1 KiB)", ErrBadResponse, maxResponse)
 	}
 	res, err := decodeStoreResponse(raw)
 	if err != nil {

@@ -520,11 +520,13 @@ func TestCancelDuringUpload(t *testing.T) {
 }
 
 // A misbehaving service, hand-written, for what walrustest will not do.
-func misbehaving(t *testing.T, h http.HandlerFunc) *httpstore.Client {
+func misbehaving(t *testing.T, h http.HandlerFunc, opts ...httpstore.Option) *httpstore.Client {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	c, err := httpstore.New(srv.URL, srv.URL, httpstore.WithHTTPClient(srv.Client()), httpstore.WithRetry(3, time.Millisecond, time.Millisecond))
+	t.Cleanup(srv.CloseClientConnections)
+	opts = append([]httpstore.Option{httpstore.WithHTTPClient(srv.Client()), httpstore.WithRetry(3, time.Millisecond, time.Millisecond)}, opts...)
+	c, err := httpstore.New(srv.URL, srv.URL, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentstate/agentstate/walrus"
 )
@@ -65,10 +66,7 @@ func (c *Client) openHead(ctx context.Context, path, name string) ([]byte, *blob
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("walrus/httpstore: read %s: %w", name, err)
 	}
-	r := &blobReader{c: c, ctx: ctx, url: c.aggregator + path, name: name, total: -1}
-	if err := r.connect(); err != nil {
-		return nil, nil, err
-	}
+	r := c.newBlobReader(ctx, c.aggregator+path, name)
 	head := make([]byte, len(ManifestMagic))
 	n, err := io.ReadFull(r, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -94,7 +92,11 @@ func (c *Client) open(ctx context.Context, path, name string, id walrus.BlobID) 
 	return &manifestReader{c: c, ctx: ctx, id: id, name: name, m: m, h: sha256.New()}, nil
 }
 
-func (c *Client) readManifest(head []byte, r io.Reader, id walrus.BlobID, name string) (*Manifest, error) {
+func (c *Client) readManifest(head []byte, r *blobReader, id walrus.BlobID, name string) (*Manifest, error) {
+	if r.total > MaxManifestSize {
+		// Refused from its size, before reading gigabytes of it.
+		return nil, &walrus.CorruptError{ID: id, What: name + ": manifest size", Want: fmt.Sprintf("at most %d bytes (%d parts)", MaxManifestSize, MaxParts), Got: fmt.Sprintf("%d bytes", r.total)}
+	}
 	rest, err := io.ReadAll(io.LimitReader(r, MaxManifestSize-int64(len(head))+1))
 	if err != nil {
 		return nil, err
@@ -124,72 +126,153 @@ func (p *prefixReader) Read(b []byte) (int, error) {
 func (p *prefixReader) Close() error { return p.r.Close() }
 
 // blobReader streams one blob, resuming with a Range request when the
-// connection drops or the body comes up short.
+// connection drops, the body comes up short or stalls.
+//
+// An attempt is one GET and its body. The attempts are bounded: r.fails
+// counts consecutive failed attempts that made no progress, where an
+// attempt that delivered new bytes counts as the first failure of a new
+// run, and an attempt answered 200 to a ranged request (the aggregator
+// ignored Range and resent from byte 0) never counts as progress, so that a
+// body cut again and again is re-sent at most attempts times. On top of
+// that, the throughput floor (Timeouts.RateWindow, MinBytes) bounds the
+// time a read may take per byte delivered, whatever the attempts do.
 type blobReader struct {
-	c     *Client
-	ctx   context.Context
-	url   string
-	name  string // for errors: the blob id, or "object 0x..."
-	body  io.ReadCloser
-	off   int64 // bytes delivered so far
-	total int64 // full size, -1 while unknown
-	fails int   // consecutive failures without progress
-	err   error // sticky
+	c    *Client
+	ctx  context.Context
+	url  string
+	name string // for errors: the blob id, or "object 0x..."
+
+	// The current attempt; body == nil between attempts.
+	body      io.ReadCloser
+	actx      context.Context
+	cancel    context.CancelCauseFunc
+	wd        *watchdog
+	skip      int64 // bytes to discard: the aggregator ignored Range
+	restarted bool  // this attempt was answered 200 to a ranged request
+	advanced  bool  // this attempt delivered new bytes
+
+	off        int64 // bytes delivered so far
+	total      int64 // full size, -1 while unknown
+	fails      int   // consecutive failed attempts without progress
+	retryAfter time.Duration
+	meter      rateMeter
+	moved      int64 // bytes read from the network, skipped ones included
+	scratch    []byte
+	err        error // sticky
 }
 
-// connect issues the GET for the bytes from r.off on, with retries.
-func (r *blobReader) connect() error {
-	what := "read " + r.name
-	return r.c.retry(r.ctx, what, r.request)
+func (c *Client) newBlobReader(ctx context.Context, url, name string) *blobReader {
+	return &blobReader{c: c, ctx: ctx, url: url, name: name, total: -1,
+		meter: rateMeter{op: "read", window: c.to.RateWindow, min: c.to.MinBytes}}
 }
 
+// request issues the GET for the bytes from r.off on.
 func (r *blobReader) request() error {
-	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, r.url, nil)
+	r.actx, r.cancel = context.WithCancelCause(r.ctx)
+	r.wd = newWatchdog(r.cancel, "read")
+	r.restarted, r.advanced, r.skip = false, false, 0
+	req, err := http.NewRequestWithContext(r.actx, http.MethodGet, r.url, nil)
 	if err != nil {
-		return fmt.Errorf("walrus/httpstore: read %s: %w", r.name, err)
+		r.endAttempt()
+		return err
 	}
 	req.Header.Set("User-Agent", r.c.userAgent)
 	if r.off > 0 {
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(r.off, 10)+"-")
 	}
+	// The answer must begin within ReadHeader; an error answer must also
+	// end within it.
+	r.wd.arm(StallNoAnswer, r.c.to.ReadHeader)
 	resp, err := r.c.hc.Do(req)
 	if err != nil {
-		return &transportError{fmt.Errorf("walrus/httpstore: read %s: %w", r.name, err)}
+		err = stallOr(r.actx, &transportError{fmt.Errorf("GET: %w", err)})
+		r.endAttempt()
+		return err
 	}
+	r.body = resp.Body
 	switch resp.StatusCode {
 	case http.StatusOK:
 		if resp.ContentLength >= 0 {
 			if err := r.setTotal(resp.ContentLength); err != nil {
-				resp.Body.Close()
+				r.endAttempt()
 				return err
 			}
 		}
 		if r.off > 0 {
-			// The server ignored the Range header: skip what was delivered.
-			if _, err := io.CopyN(io.Discard, resp.Body, r.off); err != nil {
-				resp.Body.Close()
-				return &transportError{fmt.Errorf("walrus/httpstore: read %s: skipping to offset %d: %w", r.name, r.off, err)}
-			}
+			// The aggregator ignored Range: skip what was delivered.
+			r.skip, r.restarted = r.off, true
 		}
 	case http.StatusPartialContent:
 		start, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
 		if !ok || start != r.off {
-			resp.Body.Close()
-			return fmt.Errorf("walrus/httpstore: read %s: asked for bytes from %d, got Content-Range %q", r.name, r.off, clean(resp.Header.Get("Content-Range"), 80))
+			r.endAttempt()
+			return fmt.Errorf("asked for bytes from %d, got Content-Range %q", r.off, clean(resp.Header.Get("Content-Range"), 80))
 		}
 		if total >= 0 {
 			if err := r.setTotal(total); err != nil {
-				resp.Body.Close()
+				r.endAttempt()
 				return err
 			}
 		}
 	default:
-		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return fmt.Errorf("walrus/httpstore: read %s: %w", r.name, decodeAPIError("read", resp.StatusCode, resp.Header, raw))
+		err := stallOr(r.actx, decodeAPIError("read", resp.StatusCode, resp.Header, raw))
+		r.endAttempt()
+		return err
 	}
-	r.body = resp.Body
+	r.wd.disarm()
 	return nil
+}
+
+// endAttempt closes the current attempt's body and releases its context.
+func (r *blobReader) endAttempt() {
+	if r.body != nil {
+		r.body.Close()
+		r.body = nil
+	}
+	if r.wd != nil {
+		r.wd.disarm()
+	}
+	if r.cancel != nil {
+		r.cancel(nil)
+	}
+}
+
+// failed counts a failed attempt. It returns the final error once the
+// attempts are used up, else nil after waiting the backoff.
+func (r *blobReader) failed(cause error, after time.Duration) error {
+	if r.advanced && !r.restarted {
+		r.fails = 1
+	} else {
+		r.fails++
+	}
+	if r.fails >= r.c.attempts {
+		return &walrus.RetryError{Op: "read", Attempts: r.fails, Err: cause}
+	}
+	if err := r.c.sleep(r.ctx, r.c.backoff(r.fails, after)); err != nil {
+		return fmt.Errorf("waiting to retry: %w", err)
+	}
+	return nil
+}
+
+// connect makes attempts until one gets an answer, or fails for good.
+func (r *blobReader) connect() error {
+	for {
+		err := r.request()
+		if err == nil {
+			return nil
+		}
+		if ctxErr := r.ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		again, after := retryable(err)
+		if !again {
+			return err
+		}
+		if err := r.failed(err, after); err != nil {
+			return err
+		}
+	}
 }
 
 func (r *blobReader) setTotal(total int64) error {
@@ -229,13 +312,39 @@ func parseContentRange(v string) (start, total int64, ok bool) {
 	return start, total, true
 }
 
+// Read delivers the blob's bytes. The time spent in it (waiting on the
+// aggregator, reconnecting and backing off) is what the throughput floor
+// measures; time between calls is the caller's.
 func (r *blobReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	start, moved := time.Now(), r.moved
+	n, err := r.read(p)
+	if err == nil {
+		if slow := r.meter.add(time.Since(start), r.moved-moved); slow != nil {
+			r.fail(slow)
+		}
+	}
+	return n, err
+}
+
+// bodyRead reads from the current body, within the idle bound.
+func (r *blobReader) bodyRead(p []byte) (int, error) {
+	r.wd.arm(StallIdle, r.c.to.Idle)
+	n, err := r.body.Read(p)
+	r.wd.disarm()
+	r.moved += int64(n)
+	return n, err
+}
+
+func (r *blobReader) read(p []byte) (int, error) {
 	for {
 		if r.err != nil {
 			return 0, r.err
 		}
 		if err := r.ctx.Err(); err != nil {
-			r.fail(fmt.Errorf("walrus/httpstore: read %s: %w", r.name, err))
+			r.fail(err)
 			continue
 		}
 		if r.body == nil {
@@ -248,14 +357,27 @@ func (r *blobReader) Read(p []byte) (int, error) {
 				continue
 			}
 		}
-		n, err := r.body.Read(p)
-		r.off += int64(n)
-		if n > 0 {
-			r.fails = 0
+		var n int
+		var err error
+		if r.skip > 0 {
+			if r.scratch == nil {
+				r.scratch = make([]byte, 32<<10)
+			}
+			var k int
+			k, err = r.bodyRead(r.scratch[:min(int64(len(r.scratch)), r.skip)])
+			r.skip -= int64(k)
+			if err == io.EOF && r.skip > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+		} else if len(p) > 0 {
+			n, err = r.bodyRead(p)
+			r.off += int64(n)
+			if n > 0 {
+				r.advanced = true
+			}
 		}
 		if err == io.EOF && (r.total < 0 || r.off == r.total) {
-			r.body.Close()
-			r.body = nil
+			r.endAttempt()
 			r.err = io.EOF
 			return n, io.EOF
 		}
@@ -264,36 +386,49 @@ func (r *blobReader) Read(p []byte) (int, error) {
 			return n, nil
 		}
 		if err != nil {
-			// Dropped or short: resume from r.off after a backoff.
-			r.body.Close()
-			r.body = nil
+			// Dropped, short or stalled: resume from r.off after a backoff.
+			cause := r.bodyError(err)
+			r.endAttempt()
 			if ctxErr := r.ctx.Err(); ctxErr != nil {
-				r.fail(fmt.Errorf("walrus/httpstore: read %s: %w", r.name, ctxErr))
-			} else if r.fails+1 >= r.c.attempts {
-				r.fail(&walrus.RetryError{Op: "read " + r.name, Attempts: r.fails + 1, Err: &transportError{fmt.Errorf("walrus/httpstore: read %s: body cut off at byte %d: %w", r.name, r.off, err)}})
-			} else if werr := r.c.sleep(r.ctx, r.c.backoff(r.fails+1, 0)); werr != nil {
-				r.fail(fmt.Errorf("walrus/httpstore: read %s: %w", r.name, werr))
+				r.fail(ctxErr)
+			} else if se, ok := cause.(*StallError); ok {
+				r.fail(se) // below the floor: not retried
+			} else if ferr := r.failed(cause, 0); ferr != nil {
+				r.fail(ferr)
 			}
 		}
-		if n > 0 {
+		if n > 0 || len(p) == 0 && r.skip == 0 {
 			return n, nil
 		}
 	}
 }
 
-func (r *blobReader) fail(err error) {
-	if r.body != nil {
-		r.body.Close()
-		r.body = nil
+// bodyError describes a failed body read.
+func (r *blobReader) bodyError(err error) error {
+	if se := stallCause(r.actx); se != nil {
+		if se.Kind == StallSlow {
+			return se
+		}
+		return &transportError{se}
 	}
-	r.err = err
+	if r.restarted {
+		return &transportError{fmt.Errorf("the aggregator ignores Range (asked for bytes from %d, it answered 200 with the whole blob) and the body was cut at byte %d: %w", r.off, r.off-r.skip, err)}
+	}
+	return &transportError{fmt.Errorf("body cut off at byte %d: %w", r.off, err)}
+}
+
+// fail makes err the reader's final error, naming the blob and the offset.
+func (r *blobReader) fail(err error) {
+	r.endAttempt()
+	if err == io.EOF {
+		r.err = err
+		return
+	}
+	r.err = &ReadError{Blob: r.name, Offset: r.off, Size: r.total, Err: err}
 }
 
 func (r *blobReader) Close() error {
-	if r.body != nil {
-		r.body.Close()
-		r.body = nil
-	}
+	r.endAttempt()
 	if r.err == nil {
 		r.err = errors.New("walrus/httpstore: read from a closed blob")
 	}
@@ -336,7 +471,7 @@ func (mr *manifestReader) Read(p []byte) (int, error) {
 				break
 			}
 			part := mr.m.Parts[mr.i]
-			mr.cur = &blobReader{c: mr.c, ctx: mr.ctx, url: mr.c.aggregator + "/v1/blobs/" + string(part.ID), name: fmt.Sprintf("%s part %d (%s)", mr.name, mr.i+1, part.ID), total: -1}
+			mr.cur = mr.c.newBlobReader(mr.ctx, mr.c.aggregator+"/v1/blobs/"+string(part.ID), fmt.Sprintf("%s part %d (%s)", mr.name, mr.i+1, part.ID))
 			mr.left = part.Size
 		}
 		if mr.left == 0 {
