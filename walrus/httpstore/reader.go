@@ -156,7 +156,8 @@ type blobReader struct {
 	fails      int   // consecutive failed attempts without progress
 	retryAfter time.Duration
 	meter      rateMeter
-	moved      int64 // bytes read from the network, skipped ones included
+	moved      int64         // bytes read from the network, skipped ones included
+	active     time.Duration // time blocked reading bodies or backing off
 	scratch    []byte
 	err        error // sticky
 }
@@ -249,7 +250,14 @@ func (r *blobReader) failed(cause error, after time.Duration) error {
 	if r.fails >= r.c.attempts {
 		return &walrus.RetryError{Op: "read", Attempts: r.fails, Err: cause}
 	}
-	if err := r.c.sleep(r.ctx, r.c.backoff(r.fails, after)); err != nil {
+	d := r.c.backoff(r.fails, after)
+	if after == 0 {
+		// The client's own waits count towards the throughput floor (so a
+		// server that drops every connection after a byte or two is given
+		// up on); waits a server asked for do not.
+		r.active += d
+	}
+	if err := r.c.sleep(r.ctx, d); err != nil {
 		return fmt.Errorf("waiting to retry: %w", err)
 	}
 	return nil
@@ -312,17 +320,18 @@ func parseContentRange(v string) (start, total int64, ok bool) {
 	return start, total, true
 }
 
-// Read delivers the blob's bytes. The time spent in it (waiting on the
-// aggregator, reconnecting and backing off) is what the throughput floor
-// measures; time between calls is the caller's.
+// Read delivers the blob's bytes. The throughput floor measures the time
+// spent in it blocked on a body or in the client's own backoff; waiting for
+// an answer's headers is bounded by ReadHeader instead, and time between
+// calls is the caller's.
 func (r *blobReader) Read(p []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
-	start, moved := time.Now(), r.moved
+	active, moved := r.active, r.moved
 	n, err := r.read(p)
 	if err == nil {
-		if slow := r.meter.add(time.Since(start), r.moved-moved); slow != nil {
+		if slow := r.meter.add(r.active-active, r.moved-moved); slow != nil {
 			r.fail(slow)
 		}
 	}
@@ -331,9 +340,11 @@ func (r *blobReader) Read(p []byte) (int, error) {
 
 // bodyRead reads from the current body, within the idle bound.
 func (r *blobReader) bodyRead(p []byte) (int, error) {
+	start := time.Now()
 	r.wd.arm(StallIdle, r.c.to.Idle)
 	n, err := r.body.Read(p)
 	r.wd.disarm()
+	r.active += time.Since(start)
 	r.moved += int64(n)
 	return n, err
 }

@@ -406,3 +406,54 @@ func TestDeadlineEndsStall(t *testing.T) {
 		t.Fatalf("error %v, want context.DeadlineExceeded", err)
 	}
 }
+
+// rangeServer serves content honouring "Range: bytes=N-", cutting each
+// answer after cut bytes (0: never) and waiting delay before answering.
+func rangeServer(content []byte, cut int, delay time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(delay)
+		start := 0
+		if v, ok := strings.CutPrefix(r.Header.Get("Range"), "bytes="); ok {
+			start, _ = strconv.Atoi(strings.TrimSuffix(v, "-"))
+			w.Header().Set("Content-Range", "bytes "+strconv.Itoa(start)+"-"+strconv.Itoa(len(content)-1)+"/"+strconv.Itoa(len(content)))
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(content)-start))
+		if start > 0 {
+			w.WriteHeader(http.StatusPartialContent)
+		}
+		body := content[start:]
+		if cut > 0 && cut < len(body) {
+			w.Write(body[:cut])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		w.Write(body)
+	}
+}
+
+// A server that drops every connection after a byte makes progress on each
+// attempt, so the attempts never run out; the throughput floor ends it.
+func TestByteThenDropEnds(t *testing.T) {
+	content := storetest.Content(28, 100_000)
+	c := misbehaving(t, rangeServer(content, 1, 0), httpstore.WithTimeouts(fastTimeouts), httpstore.WithRetry(3, 2*time.Millisecond, 4*time.Millisecond))
+	err := within(t, func(ctx context.Context) error {
+		_, err := storetest.ReadAll(ctx, c, walrustest.BlobID(content))
+		return err
+	})
+	var se *httpstore.StallError
+	if !errors.As(err, &se) || se.Kind != httpstore.StallSlow {
+		t.Fatalf("error %v, want a StallError (too slow)", err)
+	}
+}
+
+// Waiting for an answer is bounded by ReadHeader, not by the throughput
+// floor: a small blob from a slow-to-answer aggregator, read in two
+// attempts, is not "too slow".
+func TestSlowAnswerSmallBlob(t *testing.T) {
+	content := storetest.Content(29, 1000)
+	c := misbehaving(t, rangeServer(content, 600, 200*time.Millisecond), httpstore.WithTimeouts(fastTimeouts))
+	got, err := storetest.ReadAll(context.Background(), c, walrustest.BlobID(content))
+	if err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("read: %d bytes, %v", len(got), err)
+	}
+}
