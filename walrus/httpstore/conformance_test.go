@@ -1,6 +1,7 @@
 package httpstore_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -27,12 +28,25 @@ func newClient(t testing.TB, serverOpts []walrustest.Option, opts ...httpstore.O
 }
 
 func TestConformance(t *testing.T) {
+	var mu sync.Mutex
+	servers := map[walrus.Store]*walrustest.Server{}
 	storetest.Run(t, storetest.Suite{
 		New: func(t *testing.T) walrus.Store {
-			c, _ := newClient(t, nil, httpstore.WithPartSize(64<<10))
+			c, srv := newClient(t, nil, httpstore.WithPartSize(64<<10), httpstore.WithTimeouts(fastTimeouts))
+			mu.Lock()
+			servers[c] = srv
+			mu.Unlock()
 			return c
 		},
 		LargeSize: 3*64<<10 + 123, // four parts
+		Stall: func(t *testing.T, st walrus.Store) {
+			mu.Lock()
+			srv := servers[st]
+			mu.Unlock()
+			srv.Inject(walrustest.Fault{Kind: walrustest.Stall, Method: "GET", Count: 1 << 20})
+			srv.Inject(walrustest.Fault{Kind: walrustest.Hang, Method: "PUT", Count: 1 << 20})
+		},
+		StallBound: bound,
 	})
 }
 

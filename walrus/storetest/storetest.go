@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/walrus"
 )
@@ -20,6 +21,15 @@ type Suite struct {
 	// LargeSize is the size of the large blob in the round-trip tests. Set it
 	// above the store's part size to exercise splitting; 0 means 1 MiB + 7.
 	LargeSize int64
+	// Stall, for stores behind a network, makes every later transfer of st
+	// stop part-way and hold (a server that stops sending, or never
+	// answers). The Stalled test then requires Put and reading a blob to
+	// fail within StallBound instead of hanging. Nil for stores with
+	// nothing to stall.
+	Stall func(t *testing.T, st walrus.Store)
+	// StallBound is how long a stalled Put or Get may take to fail; 0 means
+	// 10 seconds. Configure the store's timeouts well below it.
+	StallBound time.Duration
 }
 
 // Run runs the conformance suite.
@@ -38,6 +48,10 @@ func Run(t *testing.T, s Suite) {
 	t.Run("Progress", func(t *testing.T) { testProgress(t, s) })
 	t.Run("CancelledContext", func(t *testing.T) { testCancelled(t, s) })
 	t.Run("CancelDuringRead", func(t *testing.T) { testCancelDuringRead(t, s) })
+	t.Run("DeadlineDuringRead", func(t *testing.T) { testDeadlineDuringRead(t, s) })
+	if s.Stall != nil {
+		t.Run("Stalled", func(t *testing.T) { testStalled(t, s) })
+	}
 }
 
 // Content returns n deterministic pseudo-random bytes derived from seed.
@@ -317,4 +331,87 @@ func testCancelDuringRead(t *testing.T, s Suite) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("reading on after cancel: %v, want context.Canceled", err)
 	}
+}
+
+// A deadline that passes mid-read ends the read with an error matching
+// context.DeadlineExceeded, never a short read ending in io.EOF.
+func testDeadlineDuringRead(t *testing.T, s Suite) {
+	st := s.New(t)
+	content := Content(13, s.LargeSize)
+	stored := mustPut(t, st, bytes.NewReader(content), int64(len(content)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	rc, err := st.Get(ctx, stored.BlobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := io.ReadFull(rc, make([]byte, 100)); err != nil {
+		t.Fatalf("first read: %v", err)
+	}
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	if _, err := st.Put(expired, bytes.NewReader([]byte("late")), 4, walrus.StoreOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Put past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if rc2, err := st.Get(expired, stored.BlobID); !errors.Is(err, context.DeadlineExceeded) {
+		if err == nil {
+			rc2.Close()
+		}
+		t.Errorf("Get past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	cancel()
+	if _, err := io.Copy(io.Discard, rc); !errors.Is(err, context.Canceled) {
+		t.Fatalf("reading on after the context ended: %v, want context.Canceled", err)
+	}
+}
+
+// A store whose transfers stall fails within the bound: stores, reads
+// started before the stall and reads started after it.
+func testStalled(t *testing.T, s Suite) {
+	bound := s.StallBound
+	if bound == 0 {
+		bound = 10 * time.Second
+	}
+	st := s.New(t)
+	content := Content(14, s.LargeSize)
+	stored := mustPut(t, st, bytes.NewReader(content), int64(len(content)))
+	open, err := st.Get(context.Background(), stored.BlobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Stall(t, st)
+	// Each operation gets a context that outlives the bound: only the
+	// store's own limits can end it in time.
+	within := func(what string, mustFail bool, f func(ctx context.Context) error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*bound)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- f(ctx) }()
+		select {
+		case err := <-done:
+			if err == nil && mustFail {
+				t.Errorf("%s against a stalled store succeeded", what)
+			} else if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: %v: ended by the caller's deadline, not by the store", what, err)
+			}
+		case <-time.After(bound):
+			t.Fatalf("%s against a stalled store still waiting after %v", what, bound)
+		}
+	}
+	// Its bytes may have arrived before the stall: it must only not hang.
+	within("reading a blob opened before the stall", false, func(context.Context) error {
+		_, err := io.Copy(io.Discard, open)
+		return err
+	})
+	open.Close()
+	within("reading a blob", true, func(ctx context.Context) error {
+		_, err := ReadAll(ctx, st, stored.BlobID)
+		return err
+	})
+	within("storing a blob", true, func(ctx context.Context) error {
+		_, err := st.Put(ctx, bytes.NewReader(Content(15, 5000)), 5000, walrus.StoreOptions{})
+		return err
+	})
 }
