@@ -35,7 +35,14 @@
 // retried: 404 is walrus.ErrNotFound (never stored or expired), 413 is
 // walrus.ErrTooLarge, and every error answer is a *walrus.APIError carrying
 // the decoded JSON error body or the plain-text one. A GET body that ends
-// early is resumed with a Range request from the first missing byte.
+// early or stalls is resumed with a Range request from the first missing
+// byte; the attempts count those that made no progress, and a read that
+// fails is a *ReadError naming the blob and the offset.
+//
+// Nothing waits for ever: Timeouts bounds the wait for an answer, a body
+// that stops moving (Idle) and one that trickles (a floor of MinBytes per
+// RateWindow); a stall is a *StallError (ErrStalled). Answers are read up
+// to a cap.
 //
 // Walrus blob ids depend on the erasure encoding, so the content of a single
 // blob cannot be checked against its id here; agentstate's snapshot envelope
