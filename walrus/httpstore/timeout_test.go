@@ -451,7 +451,7 @@ func TestByteThenDropEnds(t *testing.T) {
 // attempts, is not "too slow".
 func TestSlowAnswerSmallBlob(t *testing.T) {
 	content := storetest.Content(29, 1000)
-	c := misbehaving(t, rangeServer(content, 600, 200*time.Millisecond), httpstore.WithTimeouts(fastTimeouts))
+	c := misbehaving(t, rangeServer(content, 600, 150*time.Millisecond), httpstore.WithTimeouts(fastTimeouts))
 	got, err := storetest.ReadAll(context.Background(), c, walrustest.BlobID(content))
 	if err != nil || !bytes.Equal(got, content) {
 		t.Fatalf("read: %d bytes, %v", len(got), err)
