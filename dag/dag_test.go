@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/dag"
-	"github.com/agentstate/agentstate/internal/repo"
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
 )
 

@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentstate/agentstate/internal/repo"
+	"github.com/agentstate/agentstate/dag/repo"
 )
 
 // TrustedKeys returns the operator public keys recorded in a store by

@@ -12,13 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export"
 	"github.com/agentstate/agentstate/export/envelope"
 	"github.com/agentstate/agentstate/export/snapshot"
-	"github.com/agentstate/agentstate/internal/repo"
-	"github.com/agentstate/agentstate/internal/tape"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 )
 

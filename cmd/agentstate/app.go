@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentstate/agentstate/internal/repo"
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/refs"
 	"github.com/urfave/cli/v2"

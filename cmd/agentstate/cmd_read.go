@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export"
-	"github.com/agentstate/agentstate/internal/repo"
 	"github.com/agentstate/agentstate/internal/textdiff"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"

@@ -8,9 +8,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/agentstate/agentstate/internal/repo"
-	"github.com/agentstate/agentstate/internal/tape"
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/runtime"
 	"github.com/urfave/cli/v2"
 )

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export"
-	"github.com/agentstate/agentstate/internal/repo"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 	"github.com/urfave/cli/v2"

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/internal/repo"
-	"github.com/agentstate/agentstate/internal/tape"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/runtime"
 )
 

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
-	"github.com/agentstate/agentstate/internal/repo"
-	"github.com/agentstate/agentstate/internal/tape"
 	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 	"github.com/agentstate/agentstate/walrus/httpstore"
 	"github.com/agentstate/agentstate/walrus/localstore"

@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/envelope"
-	"github.com/agentstate/agentstate/internal/repo"
-	"github.com/agentstate/agentstate/internal/tape"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 )
 

@@ -5,8 +5,8 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo/storagetest"
 	"github.com/agentstate/agentstate/internal/store"
-	"github.com/agentstate/agentstate/internal/tape"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/tape"
 )
 
 func create(t *testing.T) *store.Store {

@@ -8,7 +8,7 @@
 //	'b' + CID bytes            block bytes
 //	'h' + agent                HEAD record (package refs)
 //	'o' + agent + 0x00 + seq   operation-log entry (package refs), seq big-endian uint64
-//	'r' + agent + 0x00 + seq   receipt-tape line (package internal/tape), seq big-endian uint64
+//	'r' + agent + 0x00 + seq   receipt-tape line (package refs/tape), seq big-endian uint64
 //	'm' + name                 metadata (format version, config)
 //	'c' + name + 0x00 + ...    caches (derivable; safe to drop)
 package store

@@ -5,10 +5,10 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo/memory"
 	"github.com/agentstate/agentstate/dag/repo/storagetest"
-	"github.com/agentstate/agentstate/internal/tape"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/objects/blockstoretest"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/tape"
 )
 
 func TestConformance(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agentstate/agentstate/internal/tape"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/tape"
 )
 
 // RefStore checks a refs.Store: compare-and-swap semantics (including

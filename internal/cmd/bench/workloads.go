@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
-	"github.com/agentstate/agentstate/internal/repo"
 	"github.com/agentstate/agentstate/objects"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/internal/store"
-	"github.com/agentstate/agentstate/internal/tape"
+	"github.com/agentstate/agentstate/refs/tape"
 )
 
 func TestTape(t *testing.T) {

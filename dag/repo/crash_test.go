@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstate/agentstate/internal/repo"
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
 )
 
