@@ -168,7 +168,7 @@ func TestWalkFindsMissingBlocks(t *testing.T) {
 	if len(reach) < 5+5+5 {
 		t.Fatalf("reach has %d blocks", len(reach))
 	}
-	r.Store.CorruptForTest(objects.NewValue([]byte("2")).CID, []byte("rot"))
+	r.Storage.(interface{ CorruptForTest(objects.CID, []byte) }).CorruptForTest(objects.NewValue([]byte("2")).CID, []byte("rot"))
 	_, problems, _ = dag.Walk(ctx, r.Blocks, cs[4:], true)
 	if len(problems) != 1 || !errors.Is(problems[0].Err, objects.ErrHashMismatch) {
 		t.Fatalf("corrupt value not reported: %v", problems)

@@ -15,9 +15,9 @@ import (
 
 // TrustedKeys returns the operator public keys recorded in a store by
 // Open, in hex order.
-func TrustedKeys(r *repo.Repo) ([]ed25519.PublicKey, error) {
+func TrustedKeys(ctx context.Context, r *repo.Repo) ([]ed25519.PublicKey, error) {
 	var keys []ed25519.PublicKey
-	err := r.Store.MetaPrefix(OperatorKeyPrefix, func(name string, _ []byte) error {
+	err := r.Storage.MetaPrefix(ctx, OperatorKeyPrefix, func(name string, _ []byte) error {
 		k, err := ParsePublicKey(strings.TrimPrefix(name, OperatorKeyPrefix))
 		if err != nil {
 			return fmt.Errorf("runtime: recorded operator key %q: %w", name, err)

@@ -138,7 +138,7 @@ func TestPipelineBlockedStoreThenColdRestore(t *testing.T) {
 	if last == nil || last.Err != nil || last.Commit != head {
 		t.Fatalf("last snapshot %+v, HEAD %s", last, head)
 	}
-	all, _ := snapshot.Records(rt.repo, "lumen")
+	all, _ := snapshot.Records(ctx, rt.repo, "lumen")
 	var recs []snapshot.Record // successful pushes (failed ones are recorded too)
 	for _, r := range all {
 		if r.Error == "" {

@@ -121,7 +121,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{repo: r, tape: tape.New(r.Store), signer: opts.Signer, pub: opts.Signer.Public().(ed25519.PublicKey), opts: opts}
+	rt := &Runtime{repo: r, tape: r.Tape, signer: opts.Signer, pub: opts.Signer.Public().(ed25519.PublicKey), opts: opts}
 	fail := func(err error) (*Runtime, error) {
 		r.Close()
 		return nil, err
@@ -129,7 +129,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if _, err := r.EmptyTree(ctx); err != nil {
 		return fail(fmt.Errorf("runtime: storing the empty tree: %w", err))
 	}
-	if err := r.Store.SetMeta(OperatorKeyPrefix+hex.EncodeToString(rt.pub), []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+	if err := r.Storage.SetMeta(ctx, OperatorKeyPrefix+hex.EncodeToString(rt.pub), []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
 		return fail(fmt.Errorf("runtime: recording the operator key: %w", err))
 	}
 	rt.snap, rt.restorer = opts.Snapshotter, opts.Restorer

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
-	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/runtime"
 	"github.com/urfave/cli/v2"
 )
@@ -71,12 +70,12 @@ func (e *env) cmdReceipts(c *cli.Context) error {
 	}
 	return e.withRepo(func(r *repo.Repo) error {
 		if len(keys) == 0 {
-			if keys, err = runtime.TrustedKeys(r); err != nil {
+			if keys, err = runtime.TrustedKeys(e.ctx, r); err != nil {
 				return err
 			}
 		}
 		var lines [][]byte
-		for l, err := range tape.New(r.Store).Lines(e.ctx, e.agent) {
+		for l, err := range r.Tape.Lines(e.ctx, e.agent) {
 			if err != nil {
 				return fmt.Errorf("reading the receipt tape of %q: %w", e.agent, err)
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
-	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 	"github.com/agentstate/agentstate/walrus/httpstore"
 	"github.com/agentstate/agentstate/walrus/localstore"
@@ -95,7 +94,7 @@ func (e *env) cmdExport(c *cli.Context) error {
 			}
 			var receipts []byte
 			if c.Bool("receipts") {
-				if receipts, err = tapeOf(r).NDJSON(e.ctx, e.agent); err != nil {
+				if receipts, err = r.Tape.NDJSON(e.ctx, e.agent); err != nil {
 					return err
 				}
 			}
@@ -220,7 +219,7 @@ func (e *env) pipeline(c *cli.Context, r *repo.Repo, forPush bool) (*snapshot.Pi
 			return nil, nil, err
 		}
 	case pass != "":
-		salt, ok, err := r.Store.GetMeta("kdf-salt")
+		salt, ok, err := r.Storage.GetMeta(e.ctx, "kdf-salt")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -228,7 +227,7 @@ func (e *env) pipeline(c *cli.Context, r *repo.Repo, forPush bool) (*snapshot.Pi
 			if salt, err = envelope.NewSalt(); err != nil {
 				return nil, nil, err
 			}
-			if err := r.Store.SetMeta("kdf-salt", salt); err != nil {
+			if err := r.Storage.SetMeta(e.ctx, "kdf-salt", salt); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -503,7 +502,7 @@ func (e *env) cmdSnapshots(c *cli.Context) error {
 		if c.Bool("all") {
 			agent = ""
 		}
-		recs, err := snapshot.Records(r, agent)
+		recs, err := snapshot.Records(e.ctx, r, agent)
 		if err != nil {
 			return err
 		}
@@ -535,5 +534,3 @@ func (e *env) cmdSnapshots(c *cli.Context) error {
 		return nil
 	})
 }
-
-func tapeOf(r *repo.Repo) *tape.Tape { return tape.New(r.Store) }

@@ -17,7 +17,6 @@ import (
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/ens"
 	"github.com/agentstate/agentstate/ens/enstest"
-	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 	"github.com/agentstate/agentstate/walrus/walrustest"
 )
@@ -173,7 +172,7 @@ func receiptLines(t *testing.T, ctx context.Context, store, agent string, lines 
 		t.Fatal(err)
 	}
 	defer r.Close()
-	tp := tape.New(r.Store)
+	tp := r.Tape
 	for _, l := range lines {
 		if _, err := tp.Append(ctx, agent, []byte(l)); err != nil {
 			t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/runtime"
 )
 
@@ -57,10 +56,10 @@ func TestReceiptsFromRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nd, _ := tape.New(r.Store).NDJSON(ctx, "lumen")
+	nd, _ := r.Tape.NDJSON(ctx, "lumen")
 	lines := strings.Split(strings.TrimSpace(string(nd)), "\n")
 	forged := strings.Replace(lines[0], `"t-one"`, `"t-evil"`, 1)
-	if _, err := tape.New(r.Store).Append(ctx, "lumen", []byte(forged)); err != nil {
+	if _, err := r.Tape.Append(ctx, "lumen", []byte(forged)); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()

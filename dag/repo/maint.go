@@ -103,8 +103,13 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 	if len(problems) > 0 {
 		return rep, fmt.Errorf("gc: the store has %d missing or corrupt reachable block(s), e.g. %v; run 'agentstate verify' (nothing was deleted)", len(problems), problems[0])
 	}
+	lister, ok1 := r.Storage.(objects.BlockLister)
+	deleter, ok2 := r.Storage.(objects.BlockDeleter)
+	if !ok1 || !ok2 {
+		return rep, fmt.Errorf("gc: this storage cannot list or delete blocks")
+	}
 	var dead []objects.CID
-	for c, err := range r.Store.AllCIDs(ctx) {
+	for c, err := range lister.AllCIDs(ctx) {
 		if err != nil {
 			return rep, err
 		}
@@ -126,12 +131,16 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 	// Stat caches name values by CID without keeping them reachable: drop
 	// them before deleting anything, so a gc killed half-way cannot leave a
 	// cache pointing at deleted blocks.
-	if err := r.StatCache().Clear(); err != nil {
+	if r.Dir == "" {
+		// Storage that is not on disk keeps no stat caches.
+	} else if err := r.StatCache().Clear(); err != nil {
 		return rep, fmt.Errorf("gc: dropping stat caches: %w", err)
 	}
-	if err := r.Store.Delete(ctx, dead...); err != nil {
+	if err := deleter.Delete(ctx, dead...); err != nil {
 		return rep, fmt.Errorf("gc: deleting: %w", err)
 	}
-	r.Store.Reclaim()
+	if rc, ok := r.Storage.(Reclaimer); ok {
+		rc.Reclaim()
+	}
 	return rep, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/tape"
 )
 
 // DirName is the store directory 'agentstate init' creates.
@@ -24,12 +25,15 @@ const DirName = ".agentstate"
 
 var ErrNoStore = errors.New("no agentstate store found")
 
-// Repo is an open store.
+// Repo is an open repository: the one writer of commits and HEAD moves
+// (owner.go) over a Storage.
 type Repo struct {
-	Dir    string
-	Store  *store.Store
-	Refs   *refs.Refs
-	Blocks objects.BlockStore
+	// Dir is the store directory ("" for storage that is not on disk).
+	Dir     string
+	Storage Storage
+	Refs    *refs.Refs
+	Blocks  objects.BlockStore
+	Tape    *tape.Tape
 	// Now returns the commit time; it honours SOURCE_DATE_EPOCH.
 	Now func() int64
 
@@ -57,8 +61,11 @@ func Open(dir string, opts Options) (*Repo, error) {
 	return wrap(dir, s), nil
 }
 
-func wrap(dir string, s *store.Store) *Repo {
-	return &Repo{Dir: dir, Store: s, Refs: refs.New(s), Blocks: s, Now: Now}
+// New returns a repository over s (for example dag/repo/memory's storage).
+func New(s Storage) *Repo { return wrap("", s) }
+
+func wrap(dir string, s Storage) *Repo {
+	return &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: s, Tape: tape.New(s), Now: Now}
 }
 
 // StatCache is where directory imports keep their stat caches: plain files
@@ -68,7 +75,7 @@ func (r *Repo) StatCache() export.FileMeta {
 }
 
 // Close closes the store.
-func (r *Repo) Close() error { return r.Store.Close() }
+func (r *Repo) Close() error { return r.Storage.Close() }
 
 // Now returns SOURCE_DATE_EPOCH if set and valid, else the current time.
 func Now() int64 {
@@ -111,8 +118,15 @@ func (r *Repo) Resolver() *dag.Resolver {
 			h, err := r.Refs.Head(ctx, agent)
 			return h.Commit, err
 		},
-		WithPrefix: r.Store.CIDsWithPrefix,
+		WithPrefix: r.withPrefix,
 	}
+}
+
+func (r *Repo) withPrefix(ctx context.Context, prefix []byte) ([]objects.CID, error) {
+	if f, ok := r.Storage.(PrefixFinder); ok {
+		return f.CIDsWithPrefix(ctx, prefix)
+	}
+	return nil, nil
 }
 
 // Resolve resolves a revision for agent.
@@ -166,7 +180,7 @@ func (r *Repo) EmptyTree(ctx context.Context) (objects.CID, error) {
 // BundleHash returns the bundle hash of a tree, cached per tree root.
 func (r *Repo) BundleHash(ctx context.Context, tree objects.CID) (objects.BundleHash, error) {
 	key := "bundle/" + string(tree.Bytes())
-	if v, ok, err := r.Store.GetMeta(key); err == nil && ok && len(v) == 32 {
+	if v, ok, err := r.Storage.GetMeta(ctx, key); err == nil && ok && len(v) == 32 {
 		return objects.BundleHash(v), nil
 	}
 	ls, err := r.leaves(ctx, tree)
@@ -174,7 +188,7 @@ func (r *Repo) BundleHash(ctx context.Context, tree objects.CID) (objects.Bundle
 		return objects.BundleHash{}, err
 	}
 	h := ls.hash()
-	_ = r.Store.SetMeta(key, h[:]) // a cache: failing to write it is harmless
+	_ = r.Storage.SetMeta(ctx, key, h[:]) // a cache: failing to write it is harmless
 	return h, nil
 }
 

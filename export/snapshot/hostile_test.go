@@ -11,7 +11,6 @@ import (
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/objects"
-	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 	"github.com/agentstate/agentstate/walrus/httpstore"
 	"github.com/agentstate/agentstate/walrus/localstore"
@@ -174,7 +173,7 @@ func TestRestoreChecksReceiptsFirst(t *testing.T) {
 	ls, _ := localstore.Open(t.TempDir())
 	r := newRepo(t)
 	c1 := commitBrain(t, r, "lumen", map[string]string{"a.md": "a"}, []string{"a.md"})
-	tape.New(r.Store).Append(ctx, "lumen", []byte(`{"task":"t-1"}`))
+	r.Tape.Append(ctx, "lumen", []byte(`{"task":"t-1"}`))
 	// A snapshot of another tree, with a valid lock and bad receipts.
 	r0 := newRepo(t)
 	c0 := commitBrain(t, r0, "x", map[string]string{"b.md": "b"}, []string{"b.md"})
@@ -197,10 +196,10 @@ func TestRestoreChecksReceiptsFirst(t *testing.T) {
 		t.Fatalf("bad receipts: %v", err)
 	}
 	unmoved(t, r, "lumen", c1, 1)
-	if nd, _ := tape.New(r.Store).NDJSON(ctx, "lumen"); string(nd) != "{\"task\":\"t-1\"}\n" {
+	if nd, _ := r.Tape.NDJSON(ctx, "lumen"); string(nd) != "{\"task\":\"t-1\"}\n" {
 		t.Fatalf("tape changed: %q", nd)
 	}
-	if recs, _ := snapshot.Records(r, "lumen"); len(recs) != 0 {
+	if recs, _ := snapshot.Records(ctx, r, "lumen"); len(recs) != 0 {
 		t.Fatalf("records: %+v", recs)
 	}
 }

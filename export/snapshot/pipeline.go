@@ -20,7 +20,6 @@ import (
 	"github.com/agentstate/agentstate/export/envelope"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
-	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 )
 
@@ -140,7 +139,7 @@ func (p *Pipeline) Push(ctx context.Context, agent string, commit objects.CID) (
 			// Failed pushes are kept too, so 'agentstate snapshots' shows them.
 			failed := rec
 			failed.Error = err.Error()
-			_ = p.record(failed)
+			_ = p.record(context.WithoutCancel(ctx), failed)
 		}
 	}()
 	if pf, ok := p.Pointer.(Preflighter); ok {
@@ -158,7 +157,7 @@ func (p *Pipeline) Push(ctx context.Context, agent string, commit objects.CID) (
 		return rec, err
 	}
 	rec.BundleHash = h.String()
-	receipts, err := tape.New(p.Repo.Store).NDJSON(ctx, agent)
+	receipts, err := p.Repo.Tape.NDJSON(ctx, agent)
 	if err != nil {
 		return rec, err
 	}
@@ -209,7 +208,7 @@ func (p *Pipeline) Push(ctx context.Context, agent string, commit objects.CID) (
 		}
 		rec.Pointer = p.Pointer.Where(agent)
 	}
-	return rec, p.record(rec)
+	return rec, p.record(ctx, rec)
 }
 
 // RestoreOptions tune Restore.
@@ -324,13 +323,13 @@ func (p *Pipeline) Restore(ctx context.Context, agent string, opts RestoreOption
 		rec.Commit = c
 	}
 	if len(receipts) > 0 {
-		n, err := tape.New(p.Repo.Store).Import(ctx, agent, imp.Receipts)
+		n, err := p.Repo.Tape.Import(ctx, agent, imp.Receipts)
 		if err != nil {
 			return rec, fmt.Errorf("snapshot: HEAD of %q restored to %s, but re-ingesting its receipts failed: %w", agent, rec.Commit.Short(), err)
 		}
 		rec.Receipts = n
 	}
-	return rec, p.record(rec)
+	return rec, p.record(ctx, rec)
 }
 
 // checkBinding checks an imported snapshot against the pointer's binding:
@@ -439,23 +438,23 @@ func (b *boundReader) finish() error {
 
 const recordPrefix = "snapshots/"
 
-func (p *Pipeline) record(rec Record) error {
+func (p *Pipeline) record(ctx context.Context, rec Record) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
 	key := fmt.Sprintf("%s%s/%020d-%s", recordPrefix, rec.Agent, time.Now().UnixNano(), rec.Op)
-	return p.Repo.Store.SetMeta(key, data)
+	return p.Repo.Storage.SetMeta(ctx, key, data)
 }
 
 // Records returns an agent's push and restore records, oldest first ("" = all agents).
-func Records(r *repo.Repo, agent string) ([]Record, error) {
+func Records(ctx context.Context, r *repo.Repo, agent string) ([]Record, error) {
 	prefix := recordPrefix
 	if agent != "" {
 		prefix += agent + "/"
 	}
 	var out []Record
-	err := r.Store.MetaPrefix(prefix, func(key string, v []byte) error {
+	err := r.Storage.MetaPrefix(ctx, prefix, func(key string, v []byte) error {
 		var rec Record
 		if err := json.Unmarshal(v, &rec); err != nil {
 			return fmt.Errorf("snapshot: record %s: %w", key, err)

@@ -15,7 +15,6 @@ import (
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/export/tarball"
 	"github.com/agentstate/agentstate/objects"
-	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 	"github.com/agentstate/agentstate/walrus/httpstore"
 	"github.com/agentstate/agentstate/walrus/localstore"
@@ -302,7 +301,7 @@ func TestAmnesia(t *testing.T) {
 			ptr := snapshot.FilePointer{Dir: t.TempDir()}
 			r1 := newRepo(t)
 			c1 := commitBrain(t, r1, "lumen", brain, keys(brain, false))
-			tape.New(r1.Store).Append(ctx, "lumen", []byte(`{"task":"t-1"}`), []byte(`{"task":"t-2"}`))
+			r1.Tape.Append(ctx, "lumen", []byte(`{"task":"t-1"}`), []byte(`{"task":"t-2"}`))
 			p1 := &snapshot.Pipeline{Repo: r1, Cipher: testKey(t), Blobs: blobs(r1), Pointer: ptr}
 			rec, err := p1.Push(ctx, "lumen", c1)
 			if err != nil {
@@ -326,7 +325,7 @@ func TestAmnesia(t *testing.T) {
 			if got.Receipts != 2 {
 				t.Fatalf("%d receipts re-ingested, want 2", got.Receipts)
 			}
-			nd, _ := tape.New(r2.Store).NDJSON(ctx, "lumen")
+			nd, _ := r2.Tape.NDJSON(ctx, "lumen")
 			if string(nd) != "{\"task\":\"t-1\"}\n{\"task\":\"t-2\"}\n" {
 				t.Fatalf("tape after restore %q", nd)
 			}
@@ -418,7 +417,7 @@ func TestFailedPushIsRecorded(t *testing.T) {
 	if _, err := p.Push(ctx, "lumen", c); !errors.Is(err, walrus.ErrUnavailable) {
 		t.Fatalf("push to a refusing store: %v", err)
 	}
-	recs, err := snapshot.Records(r, "lumen")
+	recs, err := snapshot.Records(ctx, r, "lumen")
 	if err != nil || len(recs) != 1 || recs[0].Error == "" || recs[0].Commit != c {
 		t.Fatalf("records after a failed push: %+v %v", recs, err)
 	}

@@ -25,3 +25,7 @@ func TestRefStoreConformance(t *testing.T) {
 func TestTapeStoreConformance(t *testing.T) {
 	storagetest.Tape(t, func(t *testing.T) tape.Store { return create(t) })
 }
+
+func TestMetaStoreConformance(t *testing.T) {
+	storagetest.Meta(t, func(t *testing.T) storagetest.MetaStore { return create(t) })
+}

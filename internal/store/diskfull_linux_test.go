@@ -46,7 +46,7 @@ func TestDiskFull(t *testing.T) {
 	if len(kept) == 0 {
 		t.Fatal("nothing fit")
 	}
-	if err := s.SetMeta("x", make([]byte, 1<<20)); !errors.Is(err, store.ErrDiskFull) {
+	if err := s.SetMeta(context.Background(), "x", make([]byte, 1<<20)); !errors.Is(err, store.ErrDiskFull) {
 		t.Fatalf("SetMeta on a full store: %v, want ErrDiskFull", err)
 	}
 	if err := s.Close(); err != nil {

@@ -145,7 +145,7 @@ func TestReadOnlyOpenWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.GetMeta("format"); err != nil {
+	if _, _, err := s.GetMeta(context.Background(), "format"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

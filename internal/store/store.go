@@ -114,7 +114,7 @@ func Create(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.SetMeta("format", []byte(FormatVersion)); err != nil {
+	if err := s.SetMeta(context.Background(), "format", []byte(FormatVersion)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: initialising %s: %w", dir, err)
 	}
@@ -487,7 +487,7 @@ func (s *Store) CorruptForTest(c objects.CID, data []byte) {
 }
 
 // GetMeta / SetMeta read and write small metadata records.
-func (s *Store) GetMeta(name string) ([]byte, bool, error) {
+func (s *Store) GetMeta(ctx context.Context, name string) ([]byte, bool, error) {
 	var v []byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get(metaKey(name))
@@ -503,7 +503,7 @@ func (s *Store) GetMeta(name string) ([]byte, bool, error) {
 	return v, err == nil, err
 }
 
-func (s *Store) SetMeta(name string, v []byte) error {
+func (s *Store) SetMeta(ctx context.Context, name string, v []byte) error {
 	if err := s.checkWrite(int64(len(name) + len(v) + 16)); err != nil {
 		return err
 	}
@@ -511,7 +511,7 @@ func (s *Store) SetMeta(name string, v []byte) error {
 }
 
 // MetaPrefix calls fn for every metadata record whose name starts with prefix, in name order.
-func (s *Store) MetaPrefix(prefix string, fn func(name string, v []byte) error) error {
+func (s *Store) MetaPrefix(ctx context.Context, prefix string, fn func(name string, v []byte) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.Prefix = metaKey(prefix)
@@ -531,9 +531,9 @@ func (s *Store) MetaPrefix(prefix string, fn func(name string, v []byte) error) 
 }
 
 // DeleteMetaPrefix removes every metadata record whose name starts with prefix.
-func (s *Store) DeleteMetaPrefix(prefix string) error {
+func (s *Store) DeleteMetaPrefix(ctx context.Context, prefix string) error {
 	var names []string
-	if err := s.MetaPrefix(prefix, func(name string, _ []byte) error {
+	if err := s.MetaPrefix(ctx, prefix, func(name string, _ []byte) error {
 		names = append(names, name)
 		return nil
 	}); err != nil {
