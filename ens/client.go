@@ -193,7 +193,7 @@ func (c *Client) call(ctx context.Context, name, what string, to common.Address,
 	out, err := c.backend.CallContract(ctx, ethereum.CallMsg{To: &to, Data: data}, nil)
 	if err != nil {
 		if isRevert(err) {
-			return nil, &Error{Op: op, Name: name, Err: fmt.Errorf("%w: %v", ErrReverted, err)}
+			return nil, &Error{Op: op, Name: name, Err: fmt.Errorf("%w: %w", ErrReverted, err)}
 		}
 		return nil, &Error{Op: op, Name: name, Err: rpcFail(err)}
 	}
@@ -207,7 +207,7 @@ func (c *Client) call(ctx context.Context, name, what string, to common.Address,
 	}
 	vals, err := a.Unpack(method, out)
 	if err != nil || len(vals) != 1 {
-		return nil, &Error{Op: op, Name: name, Err: fmt.Errorf("%w: %d bytes do not decode: %v", ErrBadResponse, len(out), err)}
+		return nil, &Error{Op: op, Name: name, Err: fmt.Errorf("%w: %d bytes do not decode: %w", ErrBadResponse, len(out), err)}
 	}
 	return vals, nil
 }
@@ -360,7 +360,7 @@ func (c *Client) refused(ctx context.Context, name string, n [32]byte, from, res
 	if owner != from {
 		return &UnauthorisedError{Name: name, Signer: from, Owner: owner, Resolver: res, Tx: tx}
 	}
-	return &Error{Op: op, Name: name, Err: fmt.Errorf("%w although signer %s owns the name in the registry: %v", ErrReverted, from.Hex(), cause)}
+	return &Error{Op: op, Name: name, Err: fmt.Errorf("%w although signer %s owns the name in the registry: %w", ErrReverted, from.Hex(), cause)}
 }
 
 // chain returns the chain id, asking the backend once.

@@ -4,24 +4,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"testing"
 
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/memory"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
-	badger "github.com/dgraph-io/badger/v4"
 )
 
 func c(i int) objects.CID { return objects.Sum(objects.CodecDagCBOR, []byte(fmt.Sprint(i))) }
 
-func open(t *testing.T) (*store.Store, *refs.Refs) {
-	s, err := store.Create(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+func open(t *testing.T) (*memory.Storage, *refs.Refs) {
+	s := memory.New()
 	return s, refs.New(s)
+}
+
+// tampered is a refs.Store whose log entry seq reads back edited.
+type tampered struct {
+	refs.Store
+	seq  uint64
+	edit func([]byte) []byte
+}
+
+func (s tampered) LogRecords(ctx context.Context, agent string) iter.Seq2[refs.Record, error] {
+	return func(yield func(refs.Record, error) bool) {
+		for r, err := range s.Store.LogRecords(ctx, agent) {
+			if r.Seq == s.seq {
+				r.Data = s.edit(r.Data)
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
 }
 
 func TestMoveCAS(t *testing.T) {
@@ -98,19 +114,9 @@ func TestVerifyDetectsEdit(t *testing.T) {
 		prev = c(i)
 	}
 	// Edit entry 3's task field behind the store's back.
-	key := append(append([]byte{store.NSOp}, "a"...), 0, 0, 0, 0, 0, 0, 0, 0, 3)
-	err := s.DB().Update(func(txn *badger.Txn) error {
-		it, err := txn.Get(key)
-		if err != nil {
-			return err
-		}
-		v, _ := it.ValueCopy(nil)
-		v = []byte(string(v[:len(v)-1]) + `,"task":"forged"}`)
-		return txn.Set(key, v)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = refs.New(tampered{Store: s, seq: 3, edit: func(v []byte) []byte {
+		return []byte(string(v[:len(v)-1]) + `,"task":"forged"}`)
+	}})
 	p := r.Verify(ctx, "a")
 	if len(p) == 0 || !errors.Is(p[0], refs.ErrBrokenLog) {
 		t.Fatalf("edited entry not detected: %v", p)

@@ -59,7 +59,7 @@ func ParseBlobID(s string) (BlobID, error) {
 	var buf [blobIDBytes + 1]byte
 	n, err := blobIDEncoding.Decode(buf[:], []byte(s))
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: not URL-safe base64 without padding: %v", ErrBadBlobID, quoteShort(s), err)
+		return "", fmt.Errorf("%w: %s: not URL-safe base64 without padding: %w", ErrBadBlobID, quoteShort(s), err)
 	}
 	if n != blobIDBytes {
 		return "", fmt.Errorf("%w: %s: decodes to %d bytes, want %d", ErrBadBlobID, quoteShort(s), n, blobIDBytes)
@@ -81,7 +81,7 @@ func (id BlobID) Bytes() ([32]byte, error) {
 	}
 	var buf [blobIDBytes + 1]byte
 	if _, err := blobIDEncoding.Decode(buf[:], []byte(id)); err != nil {
-		return out, fmt.Errorf("%w: %v", ErrBadBlobID, err)
+		return out, fmt.Errorf("%w: %w", ErrBadBlobID, err)
 	}
 	copy(out[:], buf[:blobIDBytes])
 	return out, nil

@@ -92,7 +92,7 @@ func ParseKeyFile(b []byte) (Key, error) {
 		return Key{}, fmt.Errorf("%w: %d hex digits after %q, want %d", ErrKeyFile, len(h), keyFilePrefix, 2*KeySize)
 	}
 	if _, err := hex.Decode(k[:], h); err != nil {
-		return Key{}, fmt.Errorf("%w: key is not hex: %v", ErrKeyFile, err)
+		return Key{}, fmt.Errorf("%w: key is not hex: %w", ErrKeyFile, err)
 	}
 	return k, nil
 }

@@ -84,6 +84,7 @@ type Options struct {
 // Store is an open agentstate database. It is safe for concurrent use.
 type Store struct {
 	db      *badger.DB
+	lock    *os.File     // the held LockFile (nil in memory)
 	dir     string       // "" when in memory or read-only: no space checks, no mode fixes
 	pending atomic.Int64 // bytes written (or replayed) that may still be flushed into a table
 }
@@ -146,7 +147,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		if err == nil {
 			err = fmt.Errorf("format %q, this build reads %q", v, FormatVersion)
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrNotStore, dir, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotStore, dir, err)
 	}
 	return s, nil
 }
@@ -175,29 +176,42 @@ func open(dir string, opts Options) (*Store, error) {
 		WithNumCompactors(2).
 		WithDetectConflicts(true)
 	writable := !opts.InMemory && !opts.ReadOnly
+	var lock *os.File
+	if !opts.InMemory {
+		var err error
+		if lock, err = lockWait(dir, opts.ReadOnly, opts.LockTimeout); err != nil {
+			return nil, err
+		}
+	}
+	fail := func(err error) (*Store, error) {
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, err
+	}
 	var use diskUse
 	if opts.InMemory {
 		bo = bo.WithDir("").WithValueDir("").WithInMemory(true)
 	} else if writable {
 		var err error
 		if use, err = readDiskUse(dir); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if err := checkFree(dir, use.openNeed()); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if err := removeEmptyLogs(dir); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if err := tighten(dir); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
-	db, err := openWait(bo, dir, opts.LockTimeout)
+	db, err := badger.Open(bo)
 	if err != nil {
-		return nil, err
+		return fail(fmt.Errorf("store: opening %s: %w", dir, err))
 	}
-	s := &Store{db: db}
+	s := &Store{db: db, lock: lock}
 	if writable {
 		s.dir = dir
 		s.pending.Store(use.memData)
@@ -205,34 +219,37 @@ func open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// openWait opens Badger, retrying with backoff while another process holds
-// the directory lock, for at most timeout (zero: DefaultLockTimeout).
-func openWait(bo badger.Options, dir string, timeout time.Duration) (*badger.DB, error) {
+// errLocked is what lockDir returns while another process holds the lock.
+var errLocked = errors.New("store: locked")
+
+// LockFile is the file in the store directory that the store's lock is
+// taken on.
+const LockFile = "agentstate.lock"
+
+// lockWait takes the store's lock, retrying with backoff while another
+// process holds it, for at most timeout (zero: DefaultLockTimeout; negative:
+// no wait).
+func lockWait(dir string, shared bool, timeout time.Duration) (*os.File, error) {
 	if timeout == 0 {
 		timeout = DefaultLockTimeout
 	}
 	deadline := time.Now().Add(timeout)
 	delay := 5 * time.Millisecond
 	for {
-		db, err := badger.Open(bo)
+		f, err := lockDir(dir, shared)
 		if err == nil {
-			return db, nil
+			return f, nil
 		}
-		if !isLockError(err) {
-			return nil, fmt.Errorf("store: opening %s: %w", dir, err)
+		if !errors.Is(err, errLocked) {
+			return nil, fmt.Errorf("store: locking %s: %w", dir, err)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("%w: %s (another agentstate command or runtime has held it for %v; wait for it to finish, or raise AGENTSTATE_LOCK_TIMEOUT)", ErrInUse, dir, timeout.Round(time.Millisecond))
+			return nil, fmt.Errorf("%w: %s (another agentstate command or runtime has held it for %v; wait for it to finish, or raise AGENTSTATE_LOCK_TIMEOUT)", ErrInUse, dir, max(timeout, 0).Round(time.Millisecond))
 		}
 		time.Sleep(min(delay, left))
 		delay = min(delay*2, 200*time.Millisecond)
 	}
-}
-
-func isLockError(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "Cannot acquire directory lock") || strings.Contains(msg, "resource temporarily unavailable")
 }
 
 // tighten gives the store directory DirMode and its files FileMode. Badger
@@ -294,11 +311,11 @@ func (s *Store) Close() error {
 	if s.dir != "" {
 		_ = tighten(s.dir) // files created since open
 	}
+	if s.lock != nil {
+		s.lock.Close() // releases the flock
+	}
 	return err
 }
-
-// DB exposes the Badger handle to the packages that own other namespaces.
-func (s *Store) DB() *badger.DB { return s.db }
 
 func metaKey(name string) []byte { return append([]byte{NSMeta}, name...) }
 

@@ -108,7 +108,7 @@ func decodeObject(b []byte) (jsonObject, error) {
 func decodeStoreResponse(b []byte) (storeResult, error) {
 	top, err := decodeObject(b)
 	if err != nil {
-		return storeResult{}, fmt.Errorf("%w: %v", ErrBadResponse, err)
+		return storeResult{}, fmt.Errorf("%w: %w", ErrBadResponse, err)
 	}
 	if nc, ok := top.object("newlyCreated"); ok {
 		obj, ok := nc.object("blobObject")
