@@ -6,7 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/objects/memstore"
@@ -240,20 +243,66 @@ func FuzzParseCID(f *testing.F) {
 }
 
 func FuzzValidateKey(f *testing.F) {
-	for _, s := range []string{"skills/a.md", "../x", "/a", "a//b", "a/./b", "ü/ß", "a\x00b"} {
+	for _, s := range []string{"skills/a.md", "../x", "/a", "a//b", "a/./b", "ü/ß", "a\x00b",
+		".agentstate/MANIFEST", ".AGENTSTATE", "a/.agentstate/x", "bundle.lock.json", "bundle.lock.json/x",
+		"receipts.ndjson/y", "a\x1b[2J", "a\nb", "c1\u0085", "\xc2\x9b", "\xff", strings.Repeat("s", 256)} {
 		f.Add(s)
 	}
+	ctx := context.Background()
+	val := objects.NewValue([]byte("v")).CID
 	f.Fuzz(func(t *testing.T, s string) {
 		if objects.ValidateKey(s) != nil {
 			return
 		}
-		for _, seg := range bytes.Split([]byte(s), []byte("/")) {
-			if len(seg) == 0 || string(seg) == "." || string(seg) == ".." {
+		if !utf8.ValidString(s) || len(s) > objects.MaxKeyLen || s[0] == '/' || s[len(s)-1] == '/' {
+			t.Fatalf("accepted %q", s)
+		}
+		for _, r := range s {
+			if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+				t.Fatalf("accepted %q with control character %U", s, r)
+			}
+		}
+		segs := strings.Split(s, "/")
+		for _, seg := range segs {
+			if seg == "" || seg == "." || seg == ".." || len(seg) > objects.MaxSegmentLen {
 				t.Fatalf("accepted %q", s)
 			}
 		}
-		if s[0] == '/' || bytes.IndexByte([]byte(s), 0) >= 0 {
-			t.Fatalf("accepted %q", s)
+		if strings.EqualFold(segs[0], objects.StoreDirName) {
+			t.Fatalf("accepted %q under the store directory", s)
+		}
+		if len(segs) > 1 && objects.IsDerived(segs[0]) {
+			t.Fatalf("accepted %q under a derived file name", s)
+		}
+		// Round trip: a path on disk and back, and a tree entry and back.
+		if back := filepath.ToSlash(filepath.Join(filepath.FromSlash(s))); back != s {
+			t.Fatalf("%q becomes path %q", s, back)
+		}
+		if objects.IsDerived(s) {
+			return // valid, but trees do not store derived files
+		}
+		bs := memstore.New()
+		tr := objects.NewTree(bs)
+		if _, err := tr.Put(ctx, s, val); err != nil {
+			t.Fatalf("Put(%q): %v", s, err)
+		}
+		root, err := tr.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := objects.LoadTree(ctx, bs, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for e, err := range loaded.Entries(ctx, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, e.Key)
+		}
+		if len(keys) != 1 || keys[0] != s {
+			t.Fatalf("tree round trip of %q gave %q", s, keys)
 		}
 	})
 }
