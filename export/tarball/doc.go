@@ -3,9 +3,11 @@
 //
 // The nouns:
 //
-//   - Key (or path): a brain path: '/'-separated, valid UTF-8, no leading or
-//     trailing '/', no empty, "." or ".." segments, no NUL, at most 4096 bytes.
-//     A backslash is an ordinary character, as it is on Linux.
+//   - Key (or path): a brain path as objects.ValidateKey defines it:
+//     '/'-separated, valid UTF-8, no leading or trailing '/', no empty, "." or
+//     ".." segments, no control characters, at most 4095 bytes with segments
+//     of at most 255, not under .agentstate/ or a derived file name. A
+//     backslash is an ordinary character, as it is on Linux.
 //   - File: one brain file handed to Write: its key, its size and a way to open
 //     its content. Files come in strictly increasing bytewise key order.
 //   - Entry: one member of a tar archive: a regular file, a directory, or

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/agentstate/agentstate/objects"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -17,7 +19,7 @@ func TestRoundTrip(t *testing.T) {
 		"empty":               nil,
 		"200-byte path (PAX)": {{strings.Repeat("x", 199) + "z", "long"}},
 		"200-byte path split": {{strings.Repeat("x", 99) + "/" + strings.Repeat("y", 100), "split"}},
-		"4096-byte path":      {{strings.Repeat("abcdefg/", 511) + "zzzzzzzz", "max"}},
+		"4095-byte path":      {{strings.Repeat("abcdefg/", 511) + "zzzzzzz", "max"}},
 		"backslashes":         {{`a\..\b`, "1"}, {`c\d`, "2"}},
 		"binary content":      {{"memory.db", "SQLite format 3\x00" + strings.Repeat("\x00\xff", 3000)}},
 	}
@@ -147,6 +149,14 @@ func TestReadRefuses(t *testing.T) {
 		{"dotdot dir", []tarEntry{dir("../")}, ErrInvalidPath},
 		{"invalid UTF-8", []tarEntry{{tar.Header{Name: "bad\xff", Typeflag: tar.TypeReg, Format: tar.FormatGNU}, "x"}}, ErrInvalidPath},
 		{"too long", []tarEntry{reg(strings.Repeat("a/", 2048)+"b", "x")}, ErrInvalidPath},
+		{"segment too long", []tarEntry{reg(strings.Repeat("n", 256), "x")}, ErrInvalidPath},
+		{"store manifest", []tarEntry{reg(".agentstate/MANIFEST", "x")}, ErrInvalidPath},
+		{"store config", []tarEntry{reg("./.agentstate/config.json", "{}")}, ErrInvalidPath},
+		{"store dir", []tarEntry{dir(".agentstate/")}, ErrInvalidPath},
+		{"derived file as a dir", []tarEntry{reg("bundle.lock.json/x", "x")}, ErrInvalidPath},
+		{"escape sequence", []tarEntry{reg("a\x1b[2Jb", "x")}, ErrInvalidPath},
+		{"newline", []tarEntry{reg("a\nb", "x")}, ErrInvalidPath},
+		{"C1 control", []tarEntry{reg("a\u009bb", "x")}, ErrInvalidPath},
 		{"symlink", []tarEntry{symlink("link", "/etc/passwd")}, ErrUnsupportedEntry},
 		{"symlink escaping name", []tarEntry{symlink("../link", "x")}, ErrInvalidPath},
 		{"hard link", []tarEntry{{hdr: tar.Header{Name: "hl", Linkname: "first", Typeflag: tar.TypeLink, Format: tar.FormatPAX}}}, ErrUnsupportedEntry},
@@ -305,16 +315,20 @@ func TestReadCancelled(t *testing.T) {
 }
 
 func TestValidKey(t *testing.T) {
-	good := []string{"a", "a/b", "MEMORY.md", `a\b`, "..a", "a..", ".hidden/x", "ü", "a b", strings.Repeat("k", maxKeyLen)}
-	bad := []string{"", "/", "/a", "a/", "a//b", ".", "..", "a/.", "a/..", "./a", "a\x00", "\xff", strings.Repeat("k", maxKeyLen+1)}
+	long := strings.Repeat("abcdefghi/", 409) + "abcde" // objects.MaxKeyLen bytes
+	good := []string{"a", "a/b", "MEMORY.md", `a\b`, "..a", "a..", ".hidden/x", "ü", "a b", "a/.agentstate/x",
+		"bundle.lock.json", strings.Repeat("k", objects.MaxSegmentLen), long}
+	bad := []string{"", "/", "/a", "a/", "a//b", ".", "..", "a/.", "a/..", "./a", "a\x00", "\xff",
+		".agentstate", ".agentstate/MANIFEST", "bundle.lock.json/x", "receipts.ndjson/x", "a\x1bb", "a\nb", "a\u0085b",
+		strings.Repeat("k", objects.MaxSegmentLen+1), long + "e"}
 	for _, k := range good {
 		if err := validKey(k); err != nil {
 			t.Errorf("validKey(%q) = %v", k, err)
 		}
 	}
 	for _, k := range bad {
-		if err := validKey(k); !errors.Is(err, ErrInvalidPath) {
-			t.Errorf("validKey(%q) = %v, want ErrInvalidPath", k, err)
+		if err := validKey(k); !errors.Is(err, ErrInvalidPath) || !errors.Is(err, objects.ErrBadKey) {
+			t.Errorf("validKey(%q) = %v, want ErrInvalidPath and objects.ErrBadKey", k, err)
 		}
 	}
 }

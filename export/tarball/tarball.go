@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentstate/agentstate/objects"
 )
 
 // Sentinel errors. Errors about one entry are *EntryError values wrapping one
 // of these, so both errors.Is and errors.As work.
 var (
-	// ErrInvalidPath: a name is not a valid brain key (absolute, "..", ".",
-	// empty segment, NUL, not UTF-8, too long), so it would land outside the
-	// brain or nowhere.
+	// ErrInvalidPath: a name is not a valid brain key (objects.ValidateKey:
+	// absolute, "..", ".", empty segment, control character, not UTF-8, too
+	// long, under .agentstate/ or a derived file name), so it would land
+	// outside the brain, in its store, or nowhere.
 	ErrInvalidPath = errors.New("tarball: invalid path")
 	// ErrUnsorted: Write was given paths out of strictly increasing bytewise order.
 	ErrUnsorted = errors.New("tarball: paths not in strictly increasing bytewise order")
@@ -38,9 +40,6 @@ var (
 
 	errReaderDone = errors.New("tarball: content reader used after its callback returned")
 )
-
-// maxKeyLen bounds a key's length in bytes (the same bound as the store's keys).
-const maxKeyLen = 4096
 
 // File is one brain file handed to Write.
 type File struct {
@@ -114,40 +113,13 @@ func (e *EntryError) Error() string {
 
 func (e *EntryError) Unwrap() error { return e.Err }
 
-// validKey applies the brain key rules: non-empty, at most maxKeyLen bytes,
-// valid UTF-8, no NUL, no leading or trailing '/', and no empty, "." or ".."
-// segment. The returned error wraps ErrInvalidPath and says which rule failed.
+// validKey applies the brain key rules, which objects.ValidateKey defines
+// (one definition for every path that takes keys). The returned error wraps
+// both ErrInvalidPath and the *objects.KeyError that says which rule failed.
 // A backslash is an ordinary character.
 func validKey(p string) error {
-	why := ""
-	switch {
-	case p == "":
-		why = "empty path"
-	case len(p) > maxKeyLen:
-		why = fmt.Sprintf("longer than %d bytes", maxKeyLen)
-	case !utf8.ValidString(p):
-		why = "not valid UTF-8"
-	case strings.IndexByte(p, 0) >= 0:
-		why = "contains a NUL byte"
-	case p[0] == '/':
-		why = "absolute path (leading '/')"
-	case p[len(p)-1] == '/':
-		why = "trailing '/'"
-	default:
-		for seg := range strings.SplitSeq(p, "/") {
-			switch seg {
-			case "":
-				why = "empty path segment ('//')"
-			case ".", "..":
-				why = "'" + seg + "' path segment"
-			}
-			if why != "" {
-				break
-			}
-		}
+	if err := objects.ValidateKey(p); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidPath, err)
 	}
-	if why == "" {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", ErrInvalidPath, why)
+	return nil
 }
