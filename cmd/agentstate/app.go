@@ -156,7 +156,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	msg = strings.TrimPrefix(msg, "agentstate: ")
 	fmt.Fprintf(stderr, "agentstate: %s\n", oneLine(msg))
 	var ue *usageError
-	if errors.As(err, &ue) || strings.HasPrefix(msg, "flag provided but not defined") || strings.Contains(msg, "No help topic") {
+	var ec cli.ExitCoder // only help raises these ("No help topic for ...")
+	if errors.As(err, &ue) || errors.As(err, &ec) {
 		return 2
 	}
 	return 1
@@ -175,9 +176,7 @@ func newApp(e *env) *cli.App {
 		ErrWriter:       e.stderr,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
-			return usagef("%v (see 'agentstate %s --help')", err, c.Command.Name)
-		},
+		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "store", Usage: "store directory (default: nearest .agentstate walking up)", EnvVars: []string{"AGENTSTATE_STORE"}, Destination: &e.storeFlag},
 			&cli.StringFlag{Name: "agent", Usage: "agent to act on", Value: DefaultAgent, EnvVars: []string{"AGENTSTATE_AGENT"}, Destination: &e.agent},
@@ -196,7 +195,18 @@ func newApp(e *env) *cli.App {
 		},
 		Commands: commands(e),
 	}
+	for _, c := range app.Commands {
+		c.OnUsageError = onUsageError // flag errors of every command are usage errors
+	}
 	return app
+}
+
+func onUsageError(c *cli.Context, err error, isSub bool) error {
+	name := c.Command.Name
+	if name == "" || name == c.App.Name {
+		return usagef("%v (see 'agentstate --help')", err)
+	}
+	return usagef("%v (see 'agentstate %s --help')", err, name)
 }
 
 // nargs checks a command's positional argument count.
