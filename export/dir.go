@@ -1,13 +1,16 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,15 +21,91 @@ import (
 	"github.com/agentstate/agentstate/objects"
 )
 
-// StoreDirName is never part of a brain: a store inside a brain directory is
-// skipped by scans and left alone by checkouts.
-const StoreDirName = ".agentstate"
+// StoreDirName is the store directory 'agentstate init' creates; keys may
+// not start with it (objects.ValidateKey).
+const StoreDirName = objects.StoreDirName
+
+// A directory is an agentstate store when it holds storeMarker, a regular
+// file that begins with storeMagic: the manifest of the store's Badger
+// database, the file store.Open looks for. A store is never part of a brain,
+// whatever its name and wherever it sits: scans skip it and say so, and
+// checkouts neither write into it, nor remove it, nor run inside one.
+const storeMarker = "MANIFEST"
+
+var storeMagic = []byte("Bdgr")
 
 var (
 	ErrNotDir   = errors.New("export: not a directory")
 	ErrEscapes  = errors.New("export: path escapes the target directory")
 	ErrBadEntry = errors.New("export: unsupported file in brain directory")
+	// ErrInStore: a scan or checkout would read from or write into an
+	// agentstate store directory.
+	ErrInStore = errors.New("export: agentstate store in the way")
 )
+
+// IsStoreDir reports whether dir is an agentstate store directory (it holds
+// the store's database manifest). It does not follow a symlink at the
+// manifest's place and never blocks on a FIFO there.
+func IsStoreDir(dir string) bool {
+	p := filepath.Join(dir, storeMarker)
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, len(storeMagic))
+	_, err = io.ReadFull(f, magic)
+	return err == nil && bytes.Equal(magic, storeMagic)
+}
+
+// enclosingStore returns the store directory that dir is, or sits inside
+// (symlinks resolved), if any. dir need not exist.
+func enclosingStore(dir string) (string, bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	// Resolve the deepest part of the path that exists; what does not exist
+	// yet cannot be a store.
+	p := abs
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		p = parent
+	}
+	for {
+		if IsStoreDir(p) {
+			return p, true
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return "", false
+		}
+		p = parent
+	}
+}
+
+// storeUnder returns a store directory at or below dir, if there is one.
+func storeUnder(dir string) (string, bool) {
+	var found string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && IsStoreDir(p) {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found, found != ""
+}
 
 // Skipped is a path left out of a scan.
 type Skipped struct {
@@ -43,9 +122,11 @@ type ScannedFile struct {
 }
 
 // Scan lists the regular files under dir as keys in bytewise order. Symlinks,
-// devices, sockets and FIFOs are skipped and reported (never followed); a
-// file whose name is not a valid key is an error naming it. Directories are
-// read in parallel.
+// devices, sockets and FIFOs are skipped and reported (never followed), and
+// so are agentstate stores (IsStoreDir), a directory named .agentstate at any
+// depth and anything named .agentstate at the top (a reserved key); a file
+// whose name is not a valid key is an error naming it. dir itself must not
+// be or sit inside a store. Directories are read in parallel.
 func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -53,6 +134,9 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 	}
 	if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("%w: %s", ErrNotDir, dir)
+	}
+	if st, ok := enclosingStore(dir); ok {
+		return nil, nil, fmt.Errorf("%w: refusing to read %s as a brain directory: it is inside the agentstate store %s", ErrInStore, dir, st)
 	}
 	var (
 		mu      sync.Mutex
@@ -73,9 +157,15 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 			cp, ck := p+string(filepath.Separator)+d.Name(), key+d.Name()
 			t := d.Type()
 			switch {
+			case key == "" && strings.EqualFold(d.Name(), StoreDirName):
+				if t.IsDir() {
+					ck += "/"
+				}
+				sk = append(sk, Skipped{ck, "agentstate store directory (the name is reserved: keys may not start with it)"})
+				continue
 			case t.IsDir():
-				if d.Name() == StoreDirName {
-					sk = append(sk, Skipped{ck + "/", "agentstate store directory"})
+				if IsStoreDir(cp) {
+					sk = append(sk, Skipped{ck + "/", "agentstate store (not brain content)"})
 					continue
 				}
 				subs = append(subs, [2]string{cp, ck + "/"})
@@ -195,9 +285,14 @@ type CheckoutReport struct {
 
 // Checkout makes dir hold exactly the files of tree: it creates dir if
 // needed, writes missing or different files (atomically, mode 0644), removes
-// files and directories the tree lacks (a store directory at the top is left
-// alone), and never writes through a symlink: a symlink where the tree needs
-// a directory or file is removed first.
+// files and directories the tree lacks, and never writes through a symlink:
+// a symlink where the tree needs a directory or file is removed first.
+//
+// Agentstate stores are left alone: a store anywhere inside dir (IsStoreDir)
+// and anything named .agentstate at its top are neither removed nor emptied,
+// nor are the directories that lead to them; a tree whose files would land in a store, or
+// replace a directory holding one, is refused with ErrInStore before
+// anything is written, and so is a dir that is or sits inside a store.
 func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir string) (CheckoutReport, error) {
 	var rep CheckoutReport
 	t, err := objects.LoadTree(ctx, bs, tree)
@@ -207,8 +302,8 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
 		return rep, fmt.Errorf("%w: %s exists and is not a directory", ErrNotDir, dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return rep, fmt.Errorf("export: creating %s: %w", dir, err)
+	if st, ok := enclosingStore(dir); ok {
+		return rep, fmt.Errorf("%w: refusing to check out into %s: it is inside the agentstate store %s; nothing was written", ErrInStore, dir, st)
 	}
 	root, err := filepath.Abs(dir)
 	if err != nil {
@@ -216,7 +311,6 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 	}
 	want := map[string]bool{}
 	wantDirs := map[string]bool{}
-	madeDirs := map[string]bool{}
 	type job struct {
 		key, dst string
 		v        objects.CID
@@ -230,20 +324,44 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 			return rep, err
 		}
 		want[e.Key] = true
-		for d := filepath.Dir(e.Key); d != "."; d = filepath.Dir(d) {
+		for d := path.Dir(e.Key); d != "." && !wantDirs[d]; d = path.Dir(d) {
 			wantDirs[d] = true
 		}
 		dst := filepath.Join(root, filepath.FromSlash(e.Key))
 		if !strings.HasPrefix(dst, root+string(filepath.Separator)) {
 			return rep, fmt.Errorf("%w: key %q", ErrEscapes, e.Key)
 		}
-		if d := filepath.Dir(e.Key); !madeDirs[d] {
-			if err := ensureDirs(root, d); err != nil {
-				return rep, err
-			}
-			madeDirs[d] = true
-		}
 		jobs = append(jobs, job{e.Key, dst, e.Value})
+	}
+	// Nothing is written until no file or directory of the tree is found to
+	// lead into a store on disk.
+	dirs := slices.Sorted(maps.Keys(wantDirs))
+	err = parallel(ctx, len(dirs)+len(jobs), func(i int) error {
+		if i < len(dirs) {
+			p := filepath.Join(root, filepath.FromSlash(dirs[i]))
+			if fi, err := os.Lstat(p); err == nil && fi.IsDir() && IsStoreDir(p) {
+				return fmt.Errorf("%w: refusing to check out into %s: the tree has files under %q, which is an agentstate store on disk; nothing was written", ErrInStore, dir, dirs[i]+"/")
+			}
+			return nil
+		}
+		j := jobs[i-len(dirs)]
+		if fi, err := os.Lstat(j.dst); err == nil && fi.IsDir() {
+			if st, ok := storeUnder(j.dst); ok {
+				return fmt.Errorf("%w: refusing to check out into %s: the file %q would replace a directory holding the agentstate store %s; nothing was written", ErrInStore, dir, j.key, st)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return rep, fmt.Errorf("export: creating %s: %w", dir, err)
+	}
+	for _, d := range dirs {
+		if err := ensureDirs(root, d); err != nil {
+			return rep, err
+		}
 	}
 	// Compare and write files in parallel: each job touches its own path.
 	var written, unchanged atomic.Int64
@@ -277,7 +395,7 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 		return rep, err
 	}
 	// Remove what the tree lacks, deepest first.
-	var extra []string
+	var extra, keep []string
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -287,10 +405,14 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 		}
 		rel, _ := filepath.Rel(root, p)
 		key := filepath.ToSlash(rel)
-		if d.IsDir() {
-			if d.Name() == StoreDirName {
-				return filepath.SkipDir
+		if reserved := filepath.Dir(p) == root && strings.EqualFold(d.Name(), StoreDirName); reserved || d.IsDir() && IsStoreDir(p) {
+			if !d.IsDir() {
+				return nil
 			}
+			keep = append(keep, p)
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
 			if !wantDirs[key] {
 				extra = append(extra, p)
 			}
@@ -304,6 +426,10 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 	if err != nil {
 		return rep, fmt.Errorf("export: scanning %s: %w", dir, err)
 	}
+	// A directory that leads to a kept store stays.
+	extra = slices.DeleteFunc(extra, func(p string) bool {
+		return slices.ContainsFunc(keep, func(k string) bool { return strings.HasPrefix(k, p+string(filepath.Separator)) })
+	})
 	slices.Reverse(extra)
 	for _, p := range extra {
 		if err := os.RemoveAll(p); err != nil {
