@@ -15,9 +15,9 @@ import (
 // The ref store (refs.Store): 'h'+agent holds the HEAD record, 'o'+agent+0x00+seq
 // the operation-log entries.
 
-func headKey(agent string) []byte { return append([]byte{NSHead}, agent...) }
+func headKey(agent string) []byte { return append([]byte{nsHead}, agent...) }
 
-func opPrefix(agent string) []byte { return append(append([]byte{NSOp}, agent...), 0) }
+func opPrefix(agent string) []byte { return append(append([]byte{nsOp}, agent...), 0) }
 
 func opKey(agent string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(opPrefix(agent), seq)
@@ -85,7 +85,7 @@ func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint
 
 // HeadRecords implements refs.Store.
 func (s *Store) HeadRecords(ctx context.Context) iter.Seq2[refs.Record, error] {
-	return s.records(ctx, []byte{NSHead}, func(k []byte) refs.Record {
+	return s.records(ctx, []byte{nsHead}, func(k []byte) refs.Record {
 		return refs.Record{Agent: string(k[1:])}
 	})
 }

@@ -1,16 +1,18 @@
-// Package store is agentstate's embedded database: one Badger key space
-// holding blocks (immutable, content-addressed), per-agent HEAD records and
-// operation logs (see package refs), and small metadata records. It owns the
-// key layout and the single-process lock.
+// Package store is agentstate's Badger implementation of a repository's
+// storage (dag/repo.Storage): one Badger key space holding blocks
+// (objects.BlockStore, verified on read), HEAD records and operation logs
+// (refs.Store, refstore.go), receipt tapes (tape.Store, tapestore.go) and
+// metadata records. It alone knows the key layout, and it owns the
+// single-process lock (agentstate.lock), the free-space checks and the file
+// modes.
 //
-// Key layout (first byte is the namespace):
+// Key layout (first byte is the namespace; docs/format.md §7):
 //
 //	'b' + CID bytes            block bytes
-//	'h' + agent                HEAD record (package refs)
-//	'o' + agent + 0x00 + seq   operation-log entry (package refs), seq big-endian uint64
-//	'r' + agent + 0x00 + seq   receipt-tape line (package refs/tape), seq big-endian uint64
-//	'm' + name                 metadata (format version, config)
-//	'c' + name + 0x00 + ...    caches (derivable; safe to drop)
+//	'h' + agent                HEAD record (refs.Head as JSON)
+//	'o' + agent + 0x00 + seq   operation-log entry (refs.Entry as JSON), seq big-endian uint64
+//	'r' + agent + 0x00 + seq   receipt-tape line, seq big-endian uint64
+//	'm' + name                 metadata (format version, bundle-hash cache, snapshot records, operator keys)
 package store
 
 import (
@@ -31,12 +33,11 @@ import (
 
 // Namespaces.
 const (
-	NSBlock = 'b'
-	NSHead  = 'h'
-	NSOp    = 'o'
-	NSMeta  = 'm'
-	NSTape  = 'r'
-	NSCache = 'c'
+	nsBlock = 'b'
+	nsHead  = 'h'
+	nsOp    = 'o'
+	nsMeta  = 'm'
+	nsTape  = 'r'
 )
 
 // FormatVersion is the on-disk layout version recorded at 'm'+"format".
@@ -317,12 +318,12 @@ func (s *Store) Close() error {
 	return err
 }
 
-func metaKey(name string) []byte { return append([]byte{NSMeta}, name...) }
+func metaKey(name string) []byte { return append([]byte{nsMeta}, name...) }
 
 func blockKey(c objects.CID) []byte {
 	b := c.Bytes()
 	k := make([]byte, 1+len(b))
-	k[0] = NSBlock
+	k[0] = nsBlock
 	copy(k[1:], b)
 	return k
 }
@@ -448,7 +449,7 @@ func (s *Store) AllCIDs(ctx context.Context) iter.Seq2[objects.CID, error] {
 		defer txn.Discard()
 		o := badger.DefaultIteratorOptions
 		o.PrefetchValues = false
-		o.Prefix = []byte{NSBlock}
+		o.Prefix = []byte{nsBlock}
 		it := txn.NewIterator(o)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -477,7 +478,7 @@ func (s *Store) CIDsWithPrefix(ctx context.Context, prefix []byte) ([]objects.CI
 	err := s.db.View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.PrefetchValues = false
-		o.Prefix = append([]byte{NSBlock}, prefix...)
+		o.Prefix = append([]byte{nsBlock}, prefix...)
 		it := txn.NewIterator(o)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

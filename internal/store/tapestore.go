@@ -12,7 +12,7 @@ import (
 
 // The receipt tapes (tape.Store): 'r'+agent+0x00+seq holds one line.
 
-func tapePrefix(agent string) []byte { return append(append([]byte{NSTape}, agent...), 0) }
+func tapePrefix(agent string) []byte { return append(append([]byte{nsTape}, agent...), 0) }
 
 // AppendLines implements tape.Store.
 func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (uint64, error) {
