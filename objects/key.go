@@ -29,8 +29,10 @@ const StoreDirName = ".agentstate"
 //   - '/'-separated, with no leading or trailing '/' and no empty, "." or
 //     ".." segment, so it stays inside the brain directory;
 //   - valid UTF-8 without control characters (C0 U+0000–U+001F, DEL U+007F,
-//     C1 U+0080–U+009F), so it prints as itself and cannot forge terminal
-//     output or lines;
+//     C1 U+0080–U+009F), line or paragraph separators (U+2028, U+2029) or
+//     bidirectional controls (U+061C, U+200E, U+200F, U+202A–U+202E,
+//     U+2066–U+2069), so it prints as itself and cannot forge terminal
+//     output, lines, or the order of what a listing shows;
 //   - at most MaxKeyLen bytes, each segment at most MaxSegmentLen;
 //   - not under StoreDirName (".agentstate", in any letter case), which is
 //     where the store lives when it sits inside the brain directory;
@@ -57,6 +59,9 @@ func ValidateKey(key string) error {
 				what = fmt.Sprintf("U+%04X", r)
 			}
 			return &KeyError{key, fmt.Sprintf("control character %s at byte %d; keys may not hold control characters", what, i)}
+		}
+		if isBidiOrSeparator(r) {
+			return &KeyError{key, fmt.Sprintf("U+%04X at byte %d: keys may not hold line separators or bidirectional controls, which change how a listing reads", r, i)}
 		}
 	}
 	switch {
@@ -90,6 +95,18 @@ func ValidateKey(key string) error {
 
 // isControl reports a C0 control, DEL or a C1 control.
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
+
+// isBidiOrSeparator reports the characters that reorder or break displayed
+// text: line and paragraph separators and the bidirectional controls.
+func isBidiOrSeparator(r rune) bool {
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f, r == 0x2028, r == 0x2029:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
 
 // invalidUTF8At returns the offset of the first byte that is not part of a
 // valid UTF-8 sequence.

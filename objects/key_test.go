@@ -32,8 +32,7 @@ func TestValidateKey(t *testing.T) {
 		{key: "tab\u00a0nbsp"},        // U+00A0 is not a control character
 		{key: seg255},                 // NAME_MAX
 		{key: "d/" + seg255 + "/" + seg255},
-		{key: long},                   // PATH_MAX-1
-		{key: "\u2028line-separator"}, // not a control character (Zl)
+		{key: long}, // PATH_MAX-1
 
 		{key: "", why: "empty key"},
 		{key: "/etc/passwd", why: "absolute path"},
@@ -58,6 +57,10 @@ func TestValidateKey(t *testing.T) {
 		{key: "c1\u0080", why: "control character U+0080", safe: true},
 		{key: "csi\u009b2J", why: "control character U+009B", safe: true},
 		{key: "c1\u009f", why: "control character U+009F", safe: true},
+		{key: "evil\u202etxt.md", why: "U+202E at byte 4", safe: true},
+		{key: "iso\u2066x\u2069", why: "U+2066 at byte 3", safe: true},
+		{key: "line\u2028break", why: "U+2028 at byte 4", safe: true},
+		{key: "lrm\u200e", why: "U+200E at byte 3", safe: true},
 		{key: "bad\xffutf8", why: "not valid UTF-8 (byte 3)", safe: true},
 		{key: "a\xc2", why: "not valid UTF-8", safe: true}, // truncated sequence
 		{key: "\xc2\x9b", why: "control character U+009B", safe: true},
