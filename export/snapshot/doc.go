@@ -10,6 +10,10 @@
 //     does not hash to it.
 //   - Pipeline: a Repo, a Cipher, a blob Store and a Pointer.
 //   - Pointer: where an agent's current snapshot blob id is published — a
-//     file in the store by default, an ENS text record optionally.
+//     file in the store by default, ENS text records optionally — together
+//     with its Binding.
+//   - Binding: what the named blob must hold (sha256 and size of its bytes,
+//     the commit, tree and bundle hash), since blob ids cannot be recomputed
+//     locally; restore refuses any other content (docs/snapshot.md §5).
 //   - Record: one push or restore, kept per agent for 'agentstate snapshots'.
 package snapshot
