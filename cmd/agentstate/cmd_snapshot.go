@@ -291,7 +291,7 @@ func (e *env) pipeline(c *cli.Context, r *repo.Repo, forPush bool) (*snapshot.Pi
 			return nil, nil, err
 		}
 		cleanup = client.Close
-		ptr := snapshot.ENSPointer{Client: client, Names: func(string) (string, error) { return name, nil }}
+		ptr := ens.SnapshotPointer{Client: client, Names: func(string) (string, error) { return name, nil }}
 		if forPush {
 			keyFile := c.String("eth-key")
 			if keyFile == "" {

@@ -26,7 +26,7 @@ func TestENSPointerBinding(t *testing.T) {
 	}
 	defer client.Close()
 	names := func(string) (string, error) { return "lumen.eth", nil }
-	ptr := snapshot.ENSPointer{Client: client, Names: names, Signer: owner}
+	ptr := ens.SnapshotPointer{Client: client, Names: names, Signer: owner}
 	ls, _ := localstore.Open(t.TempDir())
 	r := newRepo(t)
 	p := &snapshot.Pipeline{Repo: r, Cipher: testKey(t), Blobs: ls, Pointer: ptr}

@@ -2,17 +2,13 @@ package snapshot
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
-	"github.com/agentstate/agentstate/ens"
 	"github.com/agentstate/agentstate/refs"
-	"github.com/agentstate/agentstate/walrus"
 )
 
 // ErrNoPointer reports an agent with no published snapshot.
@@ -102,84 +98,4 @@ func (p FilePointer) Write(ctx context.Context, agent string, b Binding) error {
 		return fmt.Errorf("snapshot: writing pointer: %w", err)
 	}
 	return nil
-}
-
-// ENSPointer keeps the pointer in two text records of an ENS name:
-// agent-snapshot (ens.PointerKey) holds the blob id, as the seeds define it,
-// and agent-snapshot-binding (ens.BindingKey) holds the binding's encoding,
-// which repeats the blob id. Names maps an agent to its ENS name; Signer
-// signs writes (nil makes the pointer read-only).
-type ENSPointer struct {
-	Client *ens.Client
-	Names  func(agent string) (string, error)
-	Signer *ecdsa.PrivateKey
-}
-
-func (p ENSPointer) Where(agent string) string {
-	n, err := p.Names(agent)
-	if err != nil {
-		return "ENS (" + err.Error() + ")"
-	}
-	return "ENS " + n
-}
-
-// Read reads both records. A blob id without a binding is an
-// *UnboundError; a binding for another blob is a *TornPointerError.
-func (p ENSPointer) Read(ctx context.Context, agent string) (Binding, error) {
-	name, err := p.Names(agent)
-	if err != nil {
-		return Binding{}, err
-	}
-	v, bv, err := p.Client.ReadPointerPair(ctx, name)
-	if errors.Is(err, ens.ErrNoRecord) {
-		return Binding{}, fmt.Errorf("%w: %w", ErrNoPointer, err)
-	}
-	if err != nil {
-		return Binding{}, err
-	}
-	where := "ENS " + name
-	id, err := walrus.ParseBlobID(v)
-	if err != nil {
-		return Binding{}, fmt.Errorf("snapshot: %s record %s holds %q: %w", where, ens.PointerKey, short(v), err)
-	}
-	if bv == "" {
-		return Binding{}, &UnboundError{Where: where + " (no " + ens.BindingKey + " record)", Blob: id}
-	}
-	b, err := ParseBinding(bv)
-	if err != nil {
-		return Binding{}, fmt.Errorf("snapshot: %s record %s: %w", where, ens.BindingKey, err)
-	}
-	if b.Blob != id {
-		return Binding{}, &TornPointerError{Where: where + " (records " + ens.PointerKey + " and " + ens.BindingKey + ")", Blob: id, Binding: b.Blob}
-	}
-	return b, nil
-}
-
-// Preflight simulates the record update (no transaction): a missing resolver
-// or a signer the resolver does not authorise is reported before a push
-// uploads anything.
-func (p ENSPointer) Preflight(ctx context.Context, agent string) error {
-	if p.Signer == nil {
-		return fmt.Errorf("snapshot: writing the ENS pointer needs a signing key (--eth-key FILE)")
-	}
-	name, err := p.Names(agent)
-	if err != nil {
-		return err
-	}
-	// Any well-formed blob id: the resolver authorises by node, not by value.
-	return p.Client.CheckSetText(ctx, name, ens.PointerKey, strings.Repeat("A", walrus.BlobIDLen), p.Signer)
-}
-
-// Write sets both records (see ens.Client.WritePointerPair: one multicall
-// transaction where the resolver has it, else the binding first).
-func (p ENSPointer) Write(ctx context.Context, agent string, b Binding) error {
-	if p.Signer == nil {
-		return fmt.Errorf("snapshot: writing the ENS pointer needs a signing key (--eth-key FILE)")
-	}
-	name, err := p.Names(agent)
-	if err != nil {
-		return err
-	}
-	_, err = p.Client.WritePointerPair(ctx, name, string(b.Blob), b.String(), p.Signer)
-	return err
 }
