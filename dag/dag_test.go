@@ -161,7 +161,7 @@ func TestWalkFindsMissingBlocks(t *testing.T) {
 	}
 	defer r.Close()
 	cs := history(t, r, 5)
-	reach, problems, err := dag.Walk(ctx, r.Blocks, cs[4:], true)
+	reach, problems, err := dag.Walk(ctx, r.Blocks, cs[4:], dag.WalkOptions{VerifyValues: true})
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("walk: %v %v", err, problems)
 	}
@@ -169,7 +169,7 @@ func TestWalkFindsMissingBlocks(t *testing.T) {
 		t.Fatalf("reach has %d blocks", len(reach))
 	}
 	r.Storage.(interface{ CorruptForTest(objects.CID, []byte) }).CorruptForTest(objects.NewValue([]byte("2")).CID, []byte("rot"))
-	_, problems, _ = dag.Walk(ctx, r.Blocks, cs[4:], true)
+	_, problems, _ = dag.Walk(ctx, r.Blocks, cs[4:], dag.WalkOptions{VerifyValues: true})
 	if len(problems) != 1 || !errors.Is(problems[0].Err, objects.ErrHashMismatch) {
 		t.Fatalf("corrupt value not reported: %v", problems)
 	}

@@ -23,15 +23,33 @@ func (p Problem) Error() string { return fmt.Sprintf("%s (reached via %s): %v", 
 // Unwrap returns the cause, so errors.Is and errors.As reach it.
 func (p Problem) Unwrap() error { return p.Err }
 
+// WalkOptions tune Walk.
+type WalkOptions struct {
+	// VerifyValues reads and re-hashes every value block (verify);
+	// otherwise only their presence is checked (gc). Tree nodes, chunk
+	// nodes and commits are always read, so re-hashed and decoded.
+	VerifyValues bool
+	// Visit, when set, is called once with every block reached and its
+	// bytes (every block is then read), a commit before its tree, a tree
+	// node before its subtrees and values, a chunked value's node before its
+	// chunks. An error from Visit stops the walk and is returned.
+	Visit func(c objects.CID, data []byte) error
+}
+
 // Walk marks every block reachable from the given commits: the commits,
 // their ancestors, their tree nodes and values (with the chunks and chunk
-// nodes of chunked values). With verifyValues, value
-// blocks are read and re-hashed too (verify); otherwise only their presence
-// matters to the caller (gc). Tree nodes and commits are always read, and
-// thus re-hashed and decoded. Defects are collected, not fatal.
-func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, verifyValues bool) (Reach, []Problem, error) {
+// nodes of chunked values). Defects are collected as Problems, not fatal.
+// It is the one traversal of the object graph: verify, gc and CAR export
+// all use it.
+func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opts WalkOptions) (Reach, []Problem, error) {
 	seen := Reach{}
 	var problems []Problem
+	visit := func(c objects.CID, data []byte) error {
+		if opts.Visit == nil {
+			return nil
+		}
+		return opts.Visit(c, data)
+	}
 	stack := append([]objects.CID(nil), commits...)
 	var trees []objects.CID
 	for len(stack) > 0 {
@@ -44,10 +62,13 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, ver
 			continue
 		}
 		seen[c] = struct{}{}
-		cm, err := ReadCommit(ctx, bs, c)
+		cm, data, err := readCommit(ctx, bs, c)
 		if err != nil {
 			problems = append(problems, Problem{CID: c, Via: "commit", Err: err})
 			continue
+		}
+		if err := visit(c, data); err != nil {
+			return nil, nil, err
 		}
 		stack = append(stack, cm.Parents...)
 		trees = append(trees, cm.Tree)
@@ -72,6 +93,9 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, ver
 			problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
 			continue
 		}
+		if err := visit(t, data); err != nil {
+			return nil, nil, err
+		}
 		trees = append(trees, subs...)
 		for len(vals) > 0 {
 			v := vals[len(vals)-1]
@@ -85,6 +109,9 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, ver
 				if err == nil {
 					var links []objects.CID
 					if links, err = objects.ChunkLinks(data); err == nil {
+						if err := visit(v, data); err != nil {
+							return nil, nil, err
+						}
 						vals = append(vals, links...)
 						continue
 					}
@@ -92,9 +119,14 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, ver
 				problems = append(problems, Problem{CID: v, Via: "chunked value in tree " + t.Short(), Err: err})
 				continue
 			}
-			if verifyValues {
-				if _, err := bs.Get(ctx, v); err != nil {
+			if opts.VerifyValues || opts.Visit != nil {
+				data, err := bs.Get(ctx, v)
+				if err != nil {
 					problems = append(problems, Problem{CID: v, Via: "value in tree " + t.Short(), Err: err})
+					continue
+				}
+				if err := visit(v, data); err != nil {
+					return nil, nil, err
 				}
 			} else if ok, err := bs.Has(ctx, v); err != nil || !ok {
 				if err == nil {

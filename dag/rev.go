@@ -195,19 +195,25 @@ func (rs *Resolver) expand(ctx context.Context, s string) (objects.CID, error) {
 // ReadCommit reads and decodes a commit, with a clear error when c names
 // something else.
 func ReadCommit(ctx context.Context, bs objects.BlockStore, c objects.CID) (*objects.Commit, error) {
+	cm, _, err := readCommit(ctx, bs, c)
+	return cm, err
+}
+
+// readCommit reads and decodes a commit, returning its bytes too.
+func readCommit(ctx context.Context, bs objects.BlockStore, c objects.CID) (*objects.Commit, []byte, error) {
 	if c.Codec() != objects.CodecDagCBOR {
-		return nil, fmt.Errorf("%w: %s is a value", ErrNotCommit, c)
+		return nil, nil, fmt.Errorf("%w: %s is a value", ErrNotCommit, c)
 	}
 	data, err := bs.Get(ctx, c)
 	if err != nil {
 		if errors.Is(err, objects.ErrNotFound) {
-			return nil, fmt.Errorf("%w: commit %s is not in this store", ErrUnknown, c)
+			return nil, nil, fmt.Errorf("%w: commit %s is not in this store", ErrUnknown, c)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	cm, err := objects.DecodeCommit(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotCommit, c, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNotCommit, c, err)
 	}
-	return cm, nil
+	return cm, data, nil
 }

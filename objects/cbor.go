@@ -198,3 +198,17 @@ func (r *reader) end() error {
 	}
 	return nil
 }
+
+// CARHeader encodes a CARv1 header, {"roots": [roots...], "version": 1}, as
+// canonical DAG-CBOR with this package's writer (keys in length-first
+// order: "roots" before "version").
+func CARHeader(roots ...CID) []byte {
+	b := appendHead(nil, majMap, 2)
+	b = appendText(b, "roots")
+	b = appendHead(b, majArray, uint64(len(roots)))
+	for _, r := range roots {
+		b = appendCID(b, r)
+	}
+	b = appendText(b, "version")
+	return appendHead(b, majUint, 1)
+}

@@ -63,7 +63,7 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	reach, problems, err := dag.Walk(ctx, r.Blocks, roots, true)
+	reach, problems, err := dag.Walk(ctx, r.Blocks, roots, dag.WalkOptions{VerifyValues: true})
 	if err != nil {
 		return rep, err
 	}
@@ -96,7 +96,7 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	reach, problems, err := dag.Walk(ctx, r.Blocks, roots, false)
+	reach, problems, err := dag.Walk(ctx, r.Blocks, roots, dag.WalkOptions{})
 	if err != nil {
 		return rep, err
 	}
