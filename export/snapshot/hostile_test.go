@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"github.com/agentstate/agentstate/refs/tape"
 	"strings"
 	"testing"
 
@@ -192,7 +193,7 @@ func TestRestoreChecksReceiptsFirst(t *testing.T) {
 	}
 	p := &snapshot.Pipeline{Repo: r, Cipher: testKey(t), Blobs: ls}
 	_, err = p.Restore(ctx, "lumen", snapshot.RestoreOptions{BlobID: st.BlobID})
-	if err == nil || !strings.Contains(err.Error(), "receipts.ndjson line 2 is not a JSON object") {
+	if !errors.Is(err, tape.ErrBadLine) || !strings.Contains(err.Error(), "receipts.ndjson line 2") {
 		t.Fatalf("bad receipts: %v", err)
 	}
 	unmoved(t, r, "lumen", c1, 1)

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +19,7 @@ import (
 	"github.com/agentstate/agentstate/export/envelope"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 )
 
@@ -302,7 +302,7 @@ func (p *Pipeline) Restore(ctx context.Context, agent string, opts RestoreOption
 			return rec, err
 		}
 	}
-	receipts, err := splitReceipts(imp.Receipts)
+	receipts, err := tape.SplitNDJSON(imp.Receipts) // checked before anything moves
 	if err != nil {
 		return rec, fmt.Errorf("snapshot: refusing blob %s: %w", id, err)
 	}
@@ -352,23 +352,6 @@ func (p *Pipeline) checkBinding(ctx context.Context, b Binding, imp Imported) er
 		}
 	}
 	return nil
-}
-
-// splitReceipts checks receipts.ndjson before anything moves: every
-// non-blank line one JSON object (the rule the receipt tape enforces).
-func splitReceipts(ndjson []byte) ([][]byte, error) {
-	var out [][]byte
-	for i, l := range bytes.Split(ndjson, []byte("\n")) {
-		t := bytes.TrimSpace(l)
-		if len(t) == 0 {
-			continue
-		}
-		if t[0] != '{' || !json.Valid(l) {
-			return nil, fmt.Errorf("%s line %d is not a JSON object", objects.ReceiptsFile, i+1)
-		}
-		out = append(out, l)
-	}
-	return out, nil
 }
 
 // boundReader counts and hashes the blob as it streams. With a binding, it

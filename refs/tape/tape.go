@@ -80,14 +80,12 @@ func (t *Tape) Import(ctx context.Context, agent string, ndjson []byte) (int, er
 		}
 		have[sha256.Sum256(l)] = true
 	}
+	lines, err := SplitNDJSON(ndjson)
+	if err != nil {
+		return 0, err
+	}
 	var add [][]byte
-	for i, l := range bytes.Split(ndjson, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
-		}
-		if err := checkLine(l); err != nil {
-			return 0, fmt.Errorf("receipts.ndjson line %d: %w", i+1, err)
-		}
+	for _, l := range lines {
 		h := sha256.Sum256(l)
 		if !have[h] {
 			have[h] = true
@@ -97,6 +95,23 @@ func (t *Tape) Import(ctx context.Context, agent string, ndjson []byte) (int, er
 	if len(add) == 0 {
 		return 0, nil
 	}
-	_, err := t.Append(ctx, agent, add...)
+	_, err = t.Append(ctx, agent, add...)
 	return len(add), err
+}
+
+// SplitNDJSON splits receipts.ndjson bytes into tape lines, skipping blank
+// lines, and checks every line as Append would: the one rule for what a
+// tape line is, used before anything is written.
+func SplitNDJSON(ndjson []byte) ([][]byte, error) {
+	var out [][]byte
+	for i, l := range bytes.Split(ndjson, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		if err := checkLine(l); err != nil {
+			return nil, fmt.Errorf("receipts.ndjson line %d: %w", i+1, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
 }
