@@ -234,8 +234,13 @@ func (c *Client) SetText(ctx context.Context, name, key, value string, signer *e
 	if err != nil {
 		return common.Hash{}, err
 	}
-	n, res, from, op, data, gas := tx.node, tx.resolver, tx.from, tx.op, tx.data, tx.gas
+	return c.sendMined(ctx, name, tx.op, tx.node, tx.from, tx.resolver, tx.data, tx.gas, signer)
+}
 
+// sendMined sends a transaction to the resolver res, waits until it is
+// mined, and turns a failed receipt into the same errors a refused
+// simulation gives (refused).
+func (c *Client) sendMined(ctx context.Context, name, op string, n [32]byte, from, res common.Address, data []byte, gas uint64, signer *ecdsa.PrivateKey) (common.Hash, error) {
 	hash, err := c.send(ctx, name, op, from, res, data, gas, signer)
 	if err != nil {
 		return common.Hash{}, err
@@ -245,7 +250,7 @@ func (c *Client) SetText(ctx context.Context, name, key, value string, signer *e
 		return hash, &Error{Op: "wait for receipt of " + op + " transaction " + hash.Hex(), Name: name, Err: err}
 	}
 	if rcpt.Status != types.ReceiptStatusSuccessful {
-		return hash, c.refused(ctx, name, n, from, res, hash, errors.New("transaction status 0"))
+		return hash, c.refused(ctx, name, n, from, res, hash, errors.New(op+": transaction status 0"))
 	}
 	return hash, nil
 }

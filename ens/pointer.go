@@ -3,12 +3,10 @@ package ens
 import (
 	"context"
 	"crypto/ecdsa"
-	"errors"
 	"fmt"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 )
 
@@ -144,18 +142,7 @@ func (c *Client) WritePointerPair(ctx context.Context, name, blobID, binding str
 		gas, err := c.backend.EstimateGas(ctx, ethereum.CallMsg{From: from, To: &res, Data: data})
 		switch {
 		case err == nil:
-			hash, err := c.send(ctx, name, op, from, res, data, gas+gas/5, signer)
-			if err != nil {
-				return common.Hash{}, err
-			}
-			rcpt, err := c.waitMined(ctx, hash)
-			if err != nil {
-				return hash, &Error{Op: "wait for receipt of " + op + " transaction " + hash.Hex(), Name: name, Err: err}
-			}
-			if rcpt.Status != types.ReceiptStatusSuccessful {
-				return hash, c.refused(ctx, name, n, from, res, hash, errors.New("multicall transaction status 0"))
-			}
-			return hash, nil
+			return c.sendMined(ctx, name, op, n, from, res, data, gas+gas/5, signer)
 		case !isRevert(err):
 			return common.Hash{}, &Error{Op: "estimate gas for " + op, Name: name, Err: rpcFail(err)}
 		}

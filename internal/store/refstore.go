@@ -25,22 +25,11 @@ func opKey(agent string, seq uint64) []byte {
 
 // HeadRecord implements refs.Store.
 func (s *Store) HeadRecord(ctx context.Context, agent string) ([]byte, bool, error) {
-	var v []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(headKey(agent))
-		if err != nil {
-			return err
-		}
-		v, err = it.ValueCopy(nil)
-		return err
-	})
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, false, nil
-	}
+	v, ok, err := s.get(headKey(agent))
 	if err != nil {
 		return nil, false, fmt.Errorf("store: reading HEAD of %q: %w", agent, err)
 	}
-	return v, true, nil
+	return v, ok, nil
 }
 
 // SwapHead implements refs.Store: one Badger transaction reads the HEAD

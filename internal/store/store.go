@@ -506,9 +506,13 @@ func (s *Store) CorruptForTest(c objects.CID, data []byte) {
 
 // GetMeta / SetMeta read and write small metadata records.
 func (s *Store) GetMeta(ctx context.Context, name string) ([]byte, bool, error) {
-	var v []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(metaKey(name))
+	return s.get(metaKey(name))
+}
+
+// get reads one key; ok is false when it is absent.
+func (s *Store) get(key []byte) (v []byte, ok bool, err error) {
+	err = s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(key)
 		if err != nil {
 			return err
 		}
