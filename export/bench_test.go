@@ -1,6 +1,7 @@
 package export_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -81,6 +82,45 @@ func BenchmarkCheckout(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		if _, err := export.Checkout(ctx, bs, res.Tree, filepath.Join(out, fmt.Sprint(i))); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheckoutReplace checks out, in turn, two trees of 2000 1 KiB
+// files that differ in every file over the same directory: every file is
+// replaced (temporary file and rename).
+func BenchmarkCheckoutReplace(b *testing.B) {
+	ctx := context.Background()
+	bs := memstore.New()
+	var trees [2]objects.CID
+	var total int64
+	for i := range trees {
+		dir, n := benchBrain(b, 2000, 1024)
+		if i == 1 {
+			// The same keys and sizes, other bytes.
+			for j := range 2000 {
+				p := filepath.Join(dir, fmt.Sprintf("d%02d", j%20), fmt.Sprintf("f%05d.md", j))
+				if err := os.WriteFile(p, bytes.Repeat([]byte{'z'}, 1024), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		res, err := export.ImportDir(ctx, bs, dir, export.ImportOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		trees[i], total = res.Tree, n
+	}
+	out := filepath.Join(b.TempDir(), "out")
+	if _, err := export.Checkout(ctx, bs, trees[0], out); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(total)
+	b.ReportAllocs()
+	for i := 1; b.Loop(); i++ {
+		rep, err := export.Checkout(ctx, bs, trees[i%2], out)
+		if err != nil || rep.Written != 2000 {
+			b.Fatalf("%+v %v", rep, err)
 		}
 	}
 }
