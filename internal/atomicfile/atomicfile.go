@@ -3,6 +3,14 @@
 // the target, fsync the directory. A reader sees the old file or the new
 // one, never a part, and after a crash the rename is either durable or the
 // old file is still there.
+//
+// The NoSync variants (CreateNoSync, WriteFileNoSync) skip both fsyncs: the
+// replacement is still atomic for readers, but after a crash the old file,
+// the new one or a truncated new one may be there. They are for files that
+// can be recomputed and are checked when read back: stat caches (a damaged
+// record is a cold cache) and checked-out working directories (the next
+// checkout compares and rewrites them). Checkouts write thousands of files,
+// and an fsync each would dominate their cost.
 package atomicfile
 
 import (
@@ -17,18 +25,29 @@ import (
 // like an *os.File; call Abort (safe after Commit, so defer it) to drop it.
 type File struct {
 	*os.File
-	perm os.FileMode
-	done bool
+	perm   os.FileMode
+	noSync bool
+	done   bool
 }
 
 // Create starts a replacement in dir (a temporary file named by pattern, as
 // os.CreateTemp names it) that Commit will give mode perm.
 func Create(dir, pattern string, perm os.FileMode) (*File, error) {
+	return create(dir, pattern, perm, false)
+}
+
+// CreateNoSync is Create for a replacement whose Commit does not fsync (see
+// the package documentation for when that is right).
+func CreateNoSync(dir, pattern string, perm os.FileMode) (*File, error) {
+	return create(dir, pattern, perm, true)
+}
+
+func create(dir, pattern string, perm os.FileMode, noSync bool) (*File, error) {
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return nil, fmt.Errorf("atomicfile: %w", err)
 	}
-	return &File{File: f, perm: perm}, nil
+	return &File{File: f, perm: perm, noSync: noSync}, nil
 }
 
 // Commit makes the written bytes the file at path (in the directory the
@@ -38,7 +57,7 @@ func (f *File) Commit(path string) error {
 		return errors.New("atomicfile: already committed or aborted")
 	}
 	err := f.Chmod(f.perm)
-	if err == nil {
+	if err == nil && !f.noSync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -52,6 +71,9 @@ func (f *File) Commit(path string) error {
 		return fmt.Errorf("atomicfile: writing %s: %w", path, err)
 	}
 	f.done = true
+	if f.noSync {
+		return nil
+	}
 	if err := SyncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("atomicfile: writing %s: %w", path, err)
 	}
@@ -70,7 +92,34 @@ func (f *File) Abort() {
 
 // Write replaces path with what fn writes.
 func Write(path string, perm os.FileMode, fn func(w io.Writer) error) error {
-	f, err := Create(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*", perm)
+	return write(path, perm, false, fn)
+}
+
+// WriteFile replaces path with data.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return write(path, perm, false, writeAll(data))
+}
+
+// WriteFileNoSync replaces path with data without fsyncing (see the package
+// documentation for when that is right).
+func WriteFileNoSync(path string, data []byte, perm os.FileMode) error {
+	return write(path, perm, true, writeAll(data))
+}
+
+func writeAll(data []byte) func(w io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
+}
+
+func write(path string, perm os.FileMode, noSync bool, fn func(w io.Writer) error) error {
+	// The temporary name must fit NAME_MAX even when path's does exactly.
+	base := filepath.Base(path)
+	if len(base) > 64 {
+		base = base[:64]
+	}
+	f, err := create(filepath.Dir(path), ".tmp-"+base+"-*", perm, noSync)
 	if err != nil {
 		return err
 	}
@@ -79,14 +128,6 @@ func Write(path string, perm os.FileMode, fn func(w io.Writer) error) error {
 		return err
 	}
 	return f.Commit(path)
-}
-
-// WriteFile replaces path with data.
-func WriteFile(path string, data []byte, perm os.FileMode) error {
-	return Write(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
 }
 
 // SyncDir fsyncs a directory, making renames and creations in it durable.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/internal/atomicfile"
@@ -53,5 +54,34 @@ func TestCommitIntoMissingDirectoryFailsCleanly(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("a failed Commit left %d files", len(ents))
+	}
+}
+
+// The NoSync variant replaces atomically too, with the mode asked for, and a
+// target named with the longest allowed name still gets a temporary file.
+func TestWriteFileNoSync(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, strings.Repeat("n", 255))
+	for _, data := range []string{"one", "two"} {
+		if err := atomicfile.WriteFileNoSync(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := os.ReadFile(p)
+	fi, _ := os.Stat(p)
+	ents, _ := os.ReadDir(dir)
+	if string(data) != "two" || fi.Mode().Perm() != 0o644 || len(ents) != 1 {
+		t.Fatalf("file = %q mode %v, %d entries; want two 0644 alone", data, fi.Mode().Perm(), len(ents))
+	}
+	f, err := atomicfile.CreateNoSync(dir, ".x-*", 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("three"))
+	if err := f.Commit(p); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(p); string(data) != "three" {
+		t.Fatalf("after Commit: %q", data)
 	}
 }
