@@ -17,7 +17,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/agentstate/agentstate/internal/atomicfile"
 	"github.com/agentstate/agentstate/objects"
 )
 
@@ -294,7 +296,30 @@ type CheckoutReport struct {
 // replace a directory holding one, is refused with ErrInStore before
 // anything is written, and so is a dir that is or sits inside a store.
 func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir string) (CheckoutReport, error) {
+	return CheckoutWith(ctx, bs, tree, dir, CheckoutOptions{})
+}
+
+// CheckoutOptions tune CheckoutWith.
+type CheckoutOptions struct {
+	// Cache, when set, is the directory's stat cache (the one ImportDir
+	// keeps, see statcache.go). A file whose stat the cache trusts, with the
+	// value the tree wants, is unchanged without being read; after a
+	// successful checkout the cache records every file of the tree (stat and
+	// value) and the tree, so the next ImportDir does not read them again
+	// once their mtimes are older than the racy window. Checkout assumes
+	// nothing else writes in dir while it runs.
+	Cache MetaStore
+	// RacyWindow replaces the package's RacyWindow when positive (tests).
+	RacyWindow time.Duration
+}
+
+// CheckoutWith is Checkout with options.
+func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir string, opts CheckoutOptions) (CheckoutReport, error) {
 	var rep CheckoutReport
+	window := opts.RacyWindow
+	if window <= 0 {
+		window = RacyWindow
+	}
 	t, err := objects.LoadTree(ctx, bs, tree)
 	if err != nil {
 		return rep, err
@@ -363,11 +388,18 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 			return rep, err
 		}
 	}
+	old := loadStatCache(opts.Cache, root)
 	// Compare and write files in parallel: each job touches its own path.
-	var written, unchanged atomic.Int64
+	var written, unchanged, cached atomic.Int64
 	err = parallel(ctx, len(jobs), func(i int) error {
 		j := jobs[i]
-		same, exists, err := sameContent(ctx, bs, j.dst, j.v)
+		same, exists, err := sameContent(ctx, bs, j.dst, j.v, func(st fileStat) bool {
+			v, ok := old.trusted(j.key, st, window)
+			if ok && v == j.v {
+				cached.Add(1)
+			}
+			return ok && v == j.v
+		})
 		if err != nil {
 			return err
 		}
@@ -437,6 +469,28 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 		}
 		rep.Removed++
 	}
+	if opts.Cache != nil && !(old != nil && old.tree == tree && len(old.entries) == len(jobs) && int(cached.Load()) == len(jobs)) {
+		// Every file was just written or compared; record their stats, all
+		// taken after start.
+		next := &statCache{tree: tree, start: time.Now().UnixNano(), entries: make([]statEntry, len(jobs))}
+		err := parallel(ctx, len(jobs), func(i int) error {
+			fi, err := os.Lstat(jobs[i].dst)
+			if err != nil {
+				return err
+			}
+			if !fi.Mode().IsRegular() {
+				return fmt.Errorf("%w: %s", ErrBadEntry, jobs[i].dst)
+			}
+			next.entries[i] = statEntry{key: jobs[i].key, stat: fileStatOf(fi), value: jobs[i].v}
+			return nil
+		})
+		// The entries must be every file of the tree: if one cannot be
+		// recorded, the previous record (still right entry by entry) stays.
+		if err == nil {
+			slices.SortFunc(next.entries, func(a, b statEntry) int { return strings.Compare(a.key, b.key) })
+			saveStatCache(opts.Cache, root, next)
+		}
+	}
 	return rep, nil
 }
 
@@ -468,8 +522,9 @@ func ensureDirs(root, rel string) error {
 }
 
 // sameContent reports whether p is a regular file holding exactly v's
-// content, and whether anything exists at p (a directory in the way is removed).
-func sameContent(ctx context.Context, bs objects.BlockStore, p string, v objects.CID) (same, exists bool, err error) {
+// content (trusted, given its stat, or read and compared), and whether
+// anything exists at p (a directory in the way is removed).
+func sameContent(ctx context.Context, bs objects.BlockStore, p string, v objects.CID, trusted func(fileStat) bool) (same, exists bool, err error) {
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, false, nil
@@ -485,6 +540,9 @@ func sameContent(ctx context.Context, bs objects.BlockStore, p string, v objects
 			return false, false, nil
 		}
 		return false, true, nil
+	}
+	if trusted(fileStatOf(fi)) {
+		return true, true, nil
 	}
 	want, err := objects.ContentSHA256(ctx, bs, v)
 	if err != nil {
@@ -552,25 +610,21 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 	return ctx.Err()
 }
 
+// writeAtomic replaces dst with data, mode 0644, through a temporary file
+// and a rename, which replaces a symlink at dst itself, never its target.
+// It does not fsync (atomicfile.CreateNoSync): a checkout can be redone, and
+// the next one compares and rewrites what a crash left.
 func writeAtomic(dst string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(dst), ".agentstate-tmp-*")
+	f, err := atomicfile.CreateNoSync(filepath.Dir(dst), ".agentstate-tmp-*", 0o644)
 	if err != nil {
 		return fmt.Errorf("export: writing %s: %w", dst, err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst) // replaces a symlink itself, never its target
-	}
-	if err != nil {
-		os.Remove(tmp)
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("export: writing %s: %w", dst, err)
+	}
+	if err := f.Commit(dst); err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/agentstate/agentstate/internal/atomicfile"
 )
 
 // FileMeta is a MetaStore of plain files in a directory, one per record
@@ -30,26 +32,14 @@ func (m FileMeta) GetMeta(name string) ([]byte, bool, error) {
 	return data, err == nil, err
 }
 
-// SetMeta writes a record.
+// SetMeta writes a record, atomically but without fsync
+// (atomicfile.WriteFileNoSync): a record lost or damaged in a crash is a
+// cold cache.
 func (m FileMeta) SetMeta(name string, v []byte) error {
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(m.Dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(v)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), m.path(name))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return atomicfile.WriteFileNoSync(m.path(name), v, 0o600)
 }
 
 // Clear removes every record.

@@ -2,9 +2,6 @@ package export
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -14,26 +11,17 @@ import (
 	"github.com/agentstate/agentstate/objects"
 )
 
-// RacyWindow is how close to a scan's start a file's mtime may be before its
-// cached stat is not trusted: file systems keep coarse timestamps, so a file
-// rewritten within the same tick keeps its mtime (git's "racy index" rule).
-const RacyWindow = time.Second
-
-// MetaStore keeps small named records; *store.Store satisfies it. The stat
-// cache lives there under "statcache/" + the directory's absolute path.
-type MetaStore interface {
-	GetMeta(name string) ([]byte, bool, error)
-	SetMeta(name string, v []byte) error
-}
-
 // ImportOptions tune ImportDir.
 type ImportOptions struct {
-	// Cache, when set, persists a stat cache for the directory (like git's
-	// index): a file whose size, mtime, ctime, inode and device match the
-	// previous import, and whose mtime is older than that import's start by
-	// more than RacyWindow, is not read again, and the new tree is built from
-	// the previous one by editing only what changed.
+	// Cache, when set, keeps the directory's stat cache (statcache.go): a
+	// file whose size, mtime, ctime, inode and device match what the
+	// previous import or a checkout recorded, and whose mtime was older
+	// than that recording by more than the racy window, is not read again,
+	// and the new tree is built from the cached one by editing only what
+	// changed.
 	Cache MetaStore
+	// RacyWindow replaces the package's RacyWindow when positive (tests).
+	RacyWindow time.Duration
 }
 
 // ImportResult is what ImportDir did.
@@ -53,29 +41,23 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	if err != nil {
 		return res, fmt.Errorf("export: brain directory: %w", err)
 	}
+	window := opts.RacyWindow
+	if window <= 0 {
+		window = RacyWindow
+	}
+	// Taken before any file is stat'd: the recording is no later than them.
 	start := time.Now()
 	files, skipped, err := Scan(ctx, abs)
 	if err != nil {
 		return res, err
 	}
 	res.Files, res.Skipped = len(files), skipped
-	cacheName := "statcache/" + abs
 
-	var old *statCache
-	if opts.Cache != nil {
-		if data, ok, err := opts.Cache.GetMeta(cacheName); err == nil && ok {
-			old, _ = decodeStatCache(data) // a damaged cache is a cold cache
-		}
-	}
+	old := loadStatCache(opts.Cache, abs)
 	var t *objects.Tree
-	if old != nil && !old.tree.IsZero() {
-		// The cached tree's blocks must still be there (gc removes what
-		// nothing reaches); otherwise start over.
-		if ok, err := bs.Has(ctx, old.tree); err == nil && ok {
-			t, err = objects.LoadTree(ctx, bs, old.tree)
-			if err != nil {
-				t = nil
-			}
+	if old.usable(ctx, bs) {
+		if t, err = objects.LoadTree(ctx, bs, old.tree); err != nil {
+			t = nil
 		}
 	}
 	if t == nil {
@@ -88,13 +70,9 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	for i, f := range files {
 		next.entries[i] = statEntry{key: f.Key, stat: f.stat}
 		seen[f.Key] = true
-		if old != nil {
-			// Trusted: the same stat, taken when the file was already older
-			// than the racy window.
-			if e, ok := old.lookup(f.Key); ok && e.stat == f.stat && e.stat.mtime < old.start-RacyWindow.Nanoseconds() {
-				next.entries[i].value = e.value
-				continue
-			}
+		if v, ok := old.trusted(f.Key, f.stat, window); ok {
+			next.entries[i].value = v // already in the cached tree
+			continue
 		}
 		toRead = append(toRead, i)
 	}
@@ -121,8 +99,7 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	}
 	if opts.Cache != nil && (old == nil || res.Read > 0 || len(old.entries) != len(next.entries) || old.tree != res.Tree) {
 		next.tree = res.Tree
-		// A cache is an optimisation: failing to save it costs speed, not correctness.
-		_ = opts.Cache.SetMeta(cacheName, next.encode())
+		saveStatCache(opts.Cache, abs, next)
 	}
 	return res, nil
 }
@@ -222,154 +199,4 @@ func readInto(ctx context.Context, bs objects.BlockStore, files []ScannedFile, i
 		return err
 	}
 	return flush()
-}
-
-// fileStat is what the stat cache compares.
-type fileStat struct {
-	size, mtime, ctime int64
-	ino, dev           uint64
-}
-
-type statEntry struct {
-	key   string
-	stat  fileStat
-	value objects.CID
-}
-
-// statCache is one directory's cache: the tree its entries make, when the
-// scan that produced it started, and the entries in key order.
-type statCache struct {
-	tree    objects.CID
-	start   int64
-	entries []statEntry
-}
-
-const statCacheVersion = 1
-
-var errBadStatCache = errors.New("export: malformed stat cache")
-
-func (c *statCache) lookup(key string) (statEntry, bool) {
-	lo, hi := 0, len(c.entries)
-	for lo < hi {
-		m := (lo + hi) / 2
-		if c.entries[m].key < key {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(c.entries) && c.entries[lo].key == key {
-		return c.entries[lo], true
-	}
-	return statEntry{}, false
-}
-
-// encode: version, start, tree CID, count, then per entry key, five stat
-// numbers and the value CID, all length-prefixed or varint; a sha256 of
-// everything before it ends the record.
-func (c *statCache) encode() []byte {
-	b := make([]byte, 0, 64+len(c.entries)*96)
-	b = binary.AppendUvarint(b, statCacheVersion)
-	b = binary.AppendVarint(b, c.start)
-	b = appendLen(b, c.tree.Bytes())
-	b = binary.AppendUvarint(b, uint64(len(c.entries)))
-	for _, e := range c.entries {
-		b = appendLen(b, []byte(e.key))
-		b = binary.AppendVarint(b, e.stat.size)
-		b = binary.AppendVarint(b, e.stat.mtime)
-		b = binary.AppendVarint(b, e.stat.ctime)
-		b = binary.AppendUvarint(b, e.stat.ino)
-		b = binary.AppendUvarint(b, e.stat.dev)
-		b = appendLen(b, e.value.Bytes())
-	}
-	sum := sha256.Sum256(b)
-	return append(b, sum[:]...)
-}
-
-func appendLen(b, p []byte) []byte { return append(binary.AppendUvarint(b, uint64(len(p))), p...) }
-
-type cacheReader struct {
-	b   []byte
-	err error
-}
-
-func (r *cacheReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errBadStatCache
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *cacheReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errBadStatCache
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *cacheReader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.err = errBadStatCache
-		return nil
-	}
-	p := r.b[:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *cacheReader) cid() objects.CID {
-	p := r.bytes()
-	if r.err != nil || len(p) == 0 {
-		return objects.CID{}
-	}
-	c, err := objects.CIDFromBytes(p)
-	if err != nil {
-		r.err = errBadStatCache
-	}
-	return c
-}
-
-func decodeStatCache(data []byte) (*statCache, error) {
-	if len(data) < sha256.Size {
-		return nil, errBadStatCache
-	}
-	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if s := sha256.Sum256(body); string(s[:]) != string(sum) {
-		return nil, errBadStatCache
-	}
-	r := &cacheReader{b: body}
-	if r.uvarint() != statCacheVersion {
-		return nil, errBadStatCache
-	}
-	c := &statCache{start: r.varint(), tree: r.cid()}
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		return nil, errBadStatCache
-	}
-	c.entries = make([]statEntry, 0, n)
-	for range n {
-		var e statEntry
-		e.key = string(r.bytes())
-		e.stat.size, e.stat.mtime, e.stat.ctime = r.varint(), r.varint(), r.varint()
-		e.stat.ino, e.stat.dev = r.uvarint(), r.uvarint()
-		e.value = r.cid()
-		if r.err != nil {
-			return nil, r.err
-		}
-		if e.value.IsZero() || (len(c.entries) > 0 && c.entries[len(c.entries)-1].key >= e.key) {
-			return nil, errBadStatCache
-		}
-		c.entries = append(c.entries, e)
-	}
-	if len(r.b) != 0 {
-		return nil, errBadStatCache
-	}
-	return c, nil
 }
