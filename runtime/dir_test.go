@@ -5,8 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentstate/agentstate/export"
 )
 
 func TestDirTask(t *testing.T) {
@@ -111,5 +114,162 @@ func TestDirTaskRacyRewrite(t *testing.T) {
 		if got := getAt(t, rt, "a", "", "f"); got != content {
 			t.Fatalf("round %d: f = %q", i, got)
 		}
+	}
+}
+
+// A rewrite that keeps the size, the mtime and the inode (written in place,
+// then dated back) changes only the ctime: the scan sees it. (The runtime's
+// former cache compared size, mtime and inode only, and missed it.)
+func TestDirTaskSeesCtimeChange(t *testing.T) {
+	ctx := context.Background()
+	rt := openTest(t, Options{})
+	work := filepath.Join(t.TempDir(), "brain")
+	past := time.Now().Add(-time.Hour)
+	_, _, err := rt.RunDirTask(ctx, "a", Task{ID: "one"}, work, func(ctx context.Context, dir string) error {
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, []byte("aaaa"), 0o644); err != nil {
+			return err
+		}
+		return os.Chtimes(p, past, past)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ino uint64
+	_, stats, err := rt.RunDirTask(ctx, "a", Task{ID: "two"}, work, func(ctx context.Context, dir string) error {
+		p := filepath.Join(dir, "f")
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		ino = inodeOf(fi)
+		time.Sleep(20 * time.Millisecond) // a later ctime tick than the recorded one
+		if err := os.WriteFile(p, []byte("bbbb"), 0o644); err != nil {
+			return err
+		}
+		if err := os.Chtimes(p, past, past); err != nil {
+			return err
+		}
+		fi2, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi2.Size() != fi.Size() || !fi2.ModTime().Equal(fi.ModTime()) || inodeOf(fi2) != ino {
+			return errors.New("the rewrite changed size, mtime or inode: the test shows nothing")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := getAt(t, rt, "a", "", "f"); got != "bbbb" || stats.Read != 1 {
+		t.Fatalf("f = %q after a ctime-only change, read %d files; want bbbb, 1", got, stats.Read)
+	}
+}
+
+func inodeOf(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}
+
+// What a checkout wrote is recorded in the stat cache: the scan after the
+// task reads only what the task wrote (the racy window shortened to 1ns, so
+// the checkout's files are out of it when it records them).
+func TestDirTaskScanTrustsCheckout(t *testing.T) {
+	ctx := context.Background()
+	old := racyWindow
+	racyWindow = time.Nanosecond
+	defer func() { racyWindow = old }()
+	rt := openTest(t, Options{})
+	rt.RunTask(ctx, "a", Task{ID: "seed"}, put("system.md", "sys", "skills/a.md", "A", "skills/b.md", "B", "memory/facts.json", "{}"))
+	work := filepath.Join(t.TempDir(), "brain")
+	rec, stats, err := rt.RunDirTask(ctx, "a", Task{ID: "d1"}, work, func(ctx context.Context, dir string) error {
+		return os.WriteFile(filepath.Join(dir, "skills/c.md"), []byte("C"), 0o644)
+	})
+	if err != nil || rec == nil {
+		t.Fatalf("%+v %v", rec, err)
+	}
+	if stats.Files != 5 || stats.Read != 1 {
+		t.Fatalf("scan after a checkout of 4 files and one new file: %+v; want 5 files, 1 read", stats)
+	}
+}
+
+// The stat cache lives in the store directory when there is one.
+func TestDirTaskStatCacheInStore(t *testing.T) {
+	ctx := context.Background()
+	store := filepath.Join(t.TempDir(), "store")
+	rt := openTest(t, Options{Store: store})
+	work := filepath.Join(t.TempDir(), "brain")
+	_, _, err := rt.RunDirTask(ctx, "a", Task{ID: "d1"}, work, func(ctx context.Context, dir string) error {
+		return os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(work)
+	if _, ok, err := (export.FileMeta{Dir: filepath.Join(store, "statcache")}).GetMeta("statcache/" + abs); err != nil || !ok {
+		t.Fatalf("no stat cache record in %s/statcache (%v)", store, err)
+	}
+}
+
+// gc drops the in-memory stat cache with the blocks it deletes, and a
+// directory task after it commits a tree whose every block is there, even
+// for content whose blocks gc deleted.
+func TestDirTaskAfterGC(t *testing.T) {
+	ctx := context.Background()
+	rt := openTest(t, Options{})
+	work := filepath.Join(t.TempDir(), "brain")
+	abs, _ := filepath.Abs(work)
+	past := time.Now().Add(-time.Hour)
+	writeOld := func(dir, key, content string) error {
+		p := filepath.Join(dir, key)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+		return os.Chtimes(p, past, past)
+	}
+	_, _, err := rt.RunDirTask(ctx, "a", Task{ID: "d1"}, work, func(ctx context.Context, dir string) error {
+		if err := writeOld(dir, "f", "one"); err != nil {
+			return err
+		}
+		return writeOld(dir, "g", "keep")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Outside a task, the directory is edited and imported through the
+	// runtime's cache: the cache now names a tree and a value nothing reaches.
+	if err := writeOld(work, "f", "junk"); err != nil {
+		t.Fatal(err)
+	}
+	cache := rt.repo.StatCache()
+	if _, err := export.ImportDir(ctx, rt.repo.Blocks, work, export.ImportOptions{Cache: cache}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := rt.repo.GC(ctx, false)
+	if err != nil || rep.Deleted == 0 {
+		t.Fatalf("gc: %+v %v; want the unreachable tree and value deleted", rep, err)
+	}
+	if _, ok, _ := cache.GetMeta("statcache/" + abs); ok {
+		t.Fatal("gc left the in-memory stat cache")
+	}
+	// The task writes the deleted content again: it must be read and stored.
+	_, stats, err := rt.RunDirTask(ctx, "a", Task{ID: "d2"}, work, func(ctx context.Context, dir string) error {
+		if b, _ := os.ReadFile(filepath.Join(dir, "f")); string(b) != "one" {
+			return errors.New("checkout after gc did not restore HEAD")
+		}
+		return writeOld(dir, "f", "junk")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := getAt(t, rt, "a", "", "f"); got != "junk" || stats.Read == 0 {
+		t.Fatalf("f = %q, read %d; want junk read back", got, stats.Read)
+	}
+	vr, err := rt.repo.Verify(ctx)
+	if err != nil || len(vr.Problems) != 0 {
+		t.Fatalf("verify after gc and a directory task: %v %v", vr.Problems, err)
 	}
 }
