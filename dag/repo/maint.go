@@ -131,9 +131,7 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 	// Stat caches name values by CID without keeping them reachable: drop
 	// them before deleting anything, so a gc killed half-way cannot leave a
 	// cache pointing at deleted blocks.
-	if r.Dir == "" {
-		// Storage that is not on disk keeps no stat caches.
-	} else if err := r.StatCache().Clear(); err != nil {
+	if err := r.StatCache().Clear(); err != nil {
 		return rep, fmt.Errorf("gc: dropping stat caches: %w", err)
 	}
 	if err := deleter.Delete(ctx, dead...); err != nil {

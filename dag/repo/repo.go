@@ -38,6 +38,7 @@ type Repo struct {
 	Now func() int64
 
 	leafCache leafCache
+	statMem   export.MemMeta // StatCache of storage not on disk
 }
 
 // Options open a repo.
@@ -68,9 +69,20 @@ func wrap(dir string, s Storage) *Repo {
 	return &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: s, Tape: tape.New(s), Now: Now}
 }
 
-// StatCache is where directory imports keep their stat caches: plain files
-// in the store directory (derivable, dropped by gc).
-func (r *Repo) StatCache() export.FileMeta {
+// StatCacheStore holds the stat caches of brain directories (export's
+// MetaStore) and can drop them all (gc does, before deleting blocks).
+type StatCacheStore interface {
+	export.MetaStore
+	Clear() error
+}
+
+// StatCache is where directory imports and checkouts keep their stat
+// caches: plain files in the store directory, or memory for storage that is
+// not on disk. They are derivable, and gc drops them.
+func (r *Repo) StatCache() StatCacheStore {
+	if r.Dir == "" {
+		return &r.statMem
+	}
 	return export.FileMeta{Dir: filepath.Join(r.Dir, "statcache")}
 }
 
