@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func (e *env) receiptsCommand() *cli.Command {
+func newReceiptsCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "receipts",
 		Usage:     "list (and verify) the agent's signed task receipts",
@@ -29,7 +29,7 @@ func (e *env) receiptsCommand() *cli.Command {
 			&cli.StringFlag{Name: "file", Usage: "read receipts.ndjson from FILE ('-' for stdin) instead of the store"},
 			jsonFlag,
 		},
-		Action: e.cmdReceipts,
+		Action: e.runReceipts,
 	}
 }
 
@@ -49,7 +49,7 @@ type receiptJSON struct {
 	Note     string          `json:"note,omitempty"`
 }
 
-func (e *env) cmdReceipts(c *cli.Context) error {
+func (e *env) runReceipts(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (e *env) cmdReceipts(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return e.runReceipts(o, splitLines(data), keys, nil)
+		return e.listReceipts(o, splitLines(data), keys, nil)
 	}
 	return e.withRepo(func(r *repo.Repo) error {
 		if len(keys) == 0 {
@@ -81,7 +81,7 @@ func (e *env) cmdReceipts(c *cli.Context) error {
 			}
 			lines = append(lines, l)
 		}
-		return e.runReceipts(o, lines, keys, r)
+		return e.listReceipts(o, lines, keys, r)
 	})
 }
 
@@ -156,7 +156,7 @@ func (e *env) checkReceipt(rc *runtime.Receipt, keys []ed25519.PublicKey, r *rep
 	return "", nil
 }
 
-func (e *env) runReceipts(o receiptsOpts, lines [][]byte, keys []ed25519.PublicKey, r *repo.Repo) error {
+func (e *env) listReceipts(o receiptsOpts, lines [][]byte, keys []ed25519.PublicKey, r *repo.Repo) error {
 	out := []receiptJSON{}
 	failed := 0
 	for i, l := range lines {

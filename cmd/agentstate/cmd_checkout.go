@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/export"
+	"github.com/urfave/cli/v2"
+)
+
+func newCheckoutCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "checkout", Usage: "make DIR exactly REV's state (HEAD does not move)", ArgsUsage: "REV DIR", Action: e.runCheckout}
+}
+
+func (e *env) runCheckout(c *cli.Context) error {
+	if err := nargs(c, 2, 2); err != nil {
+		return err
+	}
+	return e.withRepoRead(func(r *repo.Repo) error {
+		id, cm, err := r.ResolveCommit(e.ctx, e.agent, c.Args().Get(0))
+		if err != nil {
+			return err
+		}
+		dir := c.Args().Get(1)
+		if abs, _ := filepath.Abs(dir); abs == r.Dir || strings.HasPrefix(abs, r.Dir+string(filepath.Separator)) {
+			return fmt.Errorf("refusing to check out into %s: it is inside the store", dir)
+		}
+		rep, err := export.Checkout(e.ctx, r.Blocks, cm.Tree, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "checked out %s into %s: %d written, %d unchanged, %d removed\n", id.Short(), dir, rep.Written, rep.Unchanged, rep.Removed)
+		return nil
+	})
+}
