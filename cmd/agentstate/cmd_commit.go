@@ -41,6 +41,8 @@ func (e *env) runCommit(c *cli.Context) error {
 	})
 }
 
+// parseMeta parses commit's --meta KEY=VALUE flags (KEY not empty; VALUE may
+// be, and may hold '='; a later KEY wins). No flags: nil.
 func parseMeta(kvs []string) (map[string]string, error) {
 	if len(kvs) == 0 {
 		return nil, nil

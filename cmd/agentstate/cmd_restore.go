@@ -27,20 +27,9 @@ func (e *env) runRestore(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
-	var opts snapshot.RestoreOptions
-	if b := c.String("blob"); b != "" {
-		id, err := walrus.ParseBlobID(b)
-		if err != nil {
-			return err
-		}
-		opts.BlobID = id
-	}
-	if x := c.String("expect"); x != "" {
-		h, err := objects.ParseBundleHash(x)
-		if err != nil {
-			return usagef("--expect: %v", err)
-		}
-		opts.Expect = &h
+	opts, err := restoreOptions(c.String("blob"), c.String("expect"))
+	if err != nil {
+		return err
 	}
 	return e.withRepoCreate(func(r *repo.Repo) error {
 		p, cleanup, err := e.pipeline(c, r, false)
@@ -62,6 +51,27 @@ func (e *env) runRestore(c *cli.Context) error {
 			e.agent, rec.BlobID, rec.Commit.Short(), rec.Tree, rec.BundleHash, rec.Receipts)
 		return nil
 	})
+}
+
+// restoreOptions checks restore's --blob (a Walrus blob id) and --expect (a
+// 0x... bundle hash); either may be empty.
+func restoreOptions(blob, expect string) (snapshot.RestoreOptions, error) {
+	var opts snapshot.RestoreOptions
+	if blob != "" {
+		id, err := walrus.ParseBlobID(blob)
+		if err != nil {
+			return opts, err
+		}
+		opts.BlobID = id
+	}
+	if expect != "" {
+		h, err := objects.ParseBundleHash(expect)
+		if err != nil {
+			return opts, usagef("--expect: %v", err)
+		}
+		opts.Expect = &h
+	}
+	return opts, nil
 }
 
 // withRepoCreate opens the store, creating it first if it does not exist

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"time"
@@ -32,21 +33,33 @@ func (e *env) open() (*repo.Repo, error) {
 	return repo.Open(dir, repo.Options{Sync: os.Getenv("AGENTSTATE_SYNC") == "1", LockTimeout: lt})
 }
 
-// lockTimeout reads AGENTSTATE_LOCK_TIMEOUT: how long a command waits for
-// another process to release the store, as a Go duration ("10s", "500ms") or
-// a number of seconds; "0" fails at once. Unset: store.DefaultLockTimeout.
+// lockTimeout reads AGENTSTATE_LOCK_TIMEOUT (see parseLockTimeout).
 func lockTimeout() (time.Duration, error) {
-	v := os.Getenv("AGENTSTATE_LOCK_TIMEOUT")
+	return parseLockTimeout(os.Getenv("AGENTSTATE_LOCK_TIMEOUT"))
+}
+
+// parseLockTimeout parses AGENTSTATE_LOCK_TIMEOUT: how long a command waits
+// for another process to release the store, as a Go duration ("10s",
+// "500ms") or a number of seconds; "0" fails at once. The result is a
+// repo.Options.LockTimeout: 0 (unset) means store.DefaultLockTimeout, a
+// negative value fails at once.
+func parseLockTimeout(v string) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		s, serr := strconv.ParseFloat(v, 64)
-		if serr != nil {
+		if serr != nil || math.IsNaN(s) {
 			return 0, usagef("AGENTSTATE_LOCK_TIMEOUT=%q: want a duration such as 10s or 500ms, or a number of seconds", v)
 		}
+		if s > float64(math.MaxInt64/int64(time.Second)) {
+			return 0, usagef("AGENTSTATE_LOCK_TIMEOUT=%q: too long", v)
+		}
 		d = time.Duration(s * float64(time.Second))
+		if s < 0 {
+			d = -1
+		}
 	}
 	if d < 0 {
 		return 0, usagef("AGENTSTATE_LOCK_TIMEOUT=%q: must not be negative", v)
