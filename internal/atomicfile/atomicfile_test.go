@@ -85,3 +85,24 @@ func TestWriteFileNoSync(t *testing.T) {
 		t.Fatalf("after Commit: %q", data)
 	}
 }
+
+// BenchmarkWriteFile replaces a 1 KiB file, durably and without fsync: the
+// cost a checkout of thousands of files would pay per file for durability.
+func BenchmarkWriteFile(b *testing.B) {
+	data := make([]byte, 1024)
+	for _, c := range []struct {
+		name  string
+		write func(string, []byte, os.FileMode) error
+	}{{"sync", atomicfile.WriteFile}, {"nosync", atomicfile.WriteFileNoSync}} {
+		b.Run(c.name, func(b *testing.B) {
+			p := filepath.Join(b.TempDir(), "f")
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.write(p, data, 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
