@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/internal/atomicfile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -62,33 +62,29 @@ func (e *env) runExport(c *cli.Context) error {
 	})
 }
 
-// writeOutput writes to a file atomically (temp + rename), or to stdout for "-".
+// writeOutput writes what fn writes to path atomically and durably (a
+// temporary file beside it, fsynced and renamed over it; mode 0600), or to
+// stdout for "-". When fn fails, path is left as it was.
 func writeOutput(path string, stdout io.Writer, fn func(io.Writer) error) error {
 	if path == "-" {
-		bw := bufio.NewWriterSize(stdout, 1<<20)
-		if err := fn(bw); err != nil {
-			return err
-		}
-		return bw.Flush()
+		return writeBuffered(stdout, fn)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".agentstate-out-*")
+	f, err := atomicfile.Create(filepath.Dir(path), ".agentstate-out-*", 0o600)
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = fn(bw)
-	if err == nil {
-		err = bw.Flush()
+	defer f.Abort()
+	if err := writeBuffered(f, fn); err != nil {
+		return err
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	return f.Commit(path)
+}
+
+// writeBuffered runs fn on a 1 MiB buffer in front of w and flushes it.
+func writeBuffered(w io.Writer, fn func(io.Writer) error) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if err := fn(bw); err != nil {
+		return err
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return bw.Flush()
 }
