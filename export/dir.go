@@ -395,10 +395,11 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 		j := jobs[i]
 		same, exists, err := sameContent(ctx, bs, j.dst, j.v, func(st fileStat) bool {
 			v, ok := old.trusted(j.key, st, window)
-			if ok && v == j.v {
+			ok = ok && v == j.v
+			if ok {
 				cached.Add(1)
 			}
-			return ok && v == j.v
+			return ok
 		})
 		if err != nil {
 			return err
@@ -470,8 +471,8 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 		rep.Removed++
 	}
 	if opts.Cache != nil && !(old != nil && old.tree == tree && len(old.entries) == len(jobs) && int(cached.Load()) == len(jobs)) {
-		// Every file was just written or compared; record their stats, all
-		// taken after start.
+		// Every file was just written or compared; record their stats, each
+		// taken after the recording time (the racy rule's reference).
 		next := &statCache{tree: tree, start: time.Now().UnixNano(), entries: make([]statEntry, len(jobs))}
 		err := parallel(ctx, len(jobs), func(i int) error {
 			fi, err := os.Lstat(jobs[i].dst)
