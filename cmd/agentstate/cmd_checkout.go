@@ -1,9 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export"
@@ -24,10 +23,12 @@ func (e *env) runCheckout(c *cli.Context) error {
 			return err
 		}
 		dir := c.Args().Get(1)
-		if abs, _ := filepath.Abs(dir); abs == r.Dir || strings.HasPrefix(abs, r.Dir+string(filepath.Separator)) {
-			return fmt.Errorf("refusing to check out into %s: it is inside the store", dir)
-		}
+		// export.Checkout refuses a target inside any store (and a tree that
+		// would write into one); the CLI keeps its own words in front.
 		rep, err := export.Checkout(e.ctx, r.Blocks, cm.Tree, dir)
+		if errors.Is(err, export.ErrInStore) {
+			return fmt.Errorf("refusing to check out into %s: it is inside the store or would write into one: %w", dir, err)
+		}
 		if err != nil {
 			return err
 		}
