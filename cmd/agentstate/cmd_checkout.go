@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -23,12 +22,9 @@ func (e *env) runCheckout(c *cli.Context) error {
 			return err
 		}
 		dir := c.Args().Get(1)
-		// export.Checkout refuses a target inside any store (and a tree that
-		// would write into one); the CLI keeps its own words in front.
+		// export.Checkout refuses a target inside any store, and a tree that
+		// would write into one, saying which (export.ErrInStore).
 		rep, err := export.Checkout(e.ctx, r.Blocks, cm.Tree, dir)
-		if errors.Is(err, export.ErrInStore) {
-			return fmt.Errorf("refusing to check out into %s: it is inside the store or would write into one: %w", dir, err)
-		}
 		if err != nil {
 			return err
 		}
