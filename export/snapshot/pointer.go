@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentstate/agentstate/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -70,8 +71,9 @@ func (p FilePointer) Read(ctx context.Context, agent string) (Binding, error) {
 	return b, nil
 }
 
-// Write replaces the agent's pointer file atomically (temporary file, fsync,
-// rename) with the binding's encoding.
+// Write replaces the agent's pointer file atomically (internal/atomicfile:
+// temporary file, fsync, rename, fsync the directory) with the binding's
+// encoding.
 func (p FilePointer) Write(ctx context.Context, agent string, b Binding) error {
 	if err := refs.ValidateAgent(agent); err != nil {
 		return err
@@ -79,22 +81,7 @@ func (p FilePointer) Write(ctx context.Context, agent string, b Binding) error {
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return fmt.Errorf("snapshot: pointer directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(p.Dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("snapshot: writing pointer: %w", err)
-	}
-	_, err = tmp.Write(EncodePointerFile(b))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), p.path(agent))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteFile(p.path(agent), EncodePointerFile(b), 0o644); err != nil {
 		return fmt.Errorf("snapshot: writing pointer: %w", err)
 	}
 	return nil
