@@ -165,29 +165,9 @@ func w2Change(ctx context.Context, cfg *config, m *machineFigures) ([]row, error
 // commitKey writes one key as one commit through the library: the path a
 // runtime task takes.
 func commitKey(ctx context.Context, r *repo.Repo, agent, key string, val []byte) (objects.CID, error) {
-	head, hc, err := r.HeadCommit(ctx, agent)
-	if err != nil {
-		return objects.CID{}, err
-	}
-	var t *objects.Tree
-	if hc == nil {
-		t = objects.NewTree(r.Blocks)
-	} else if t, err = objects.LoadTree(ctx, r.Blocks, hc.Tree); err != nil {
-		return objects.CID{}, err
-	}
 	v := objects.NewValue(val)
-	if err := r.Blocks.Put(ctx, v); err != nil {
-		return objects.CID{}, err
-	}
-	if _, err := t.Put(ctx, key, v.CID); err != nil {
-		return objects.CID{}, err
-	}
-	root, err := t.Commit(ctx)
-	if err != nil {
-		return objects.CID{}, err
-	}
-	id, _, err := r.CommitTree(ctx, repo.CommitRequest{Agent: agent, Tree: root, Message: "put " + key, Parent: head, Fresh: head.IsZero(), AllowEmpty: true})
-	return id, err
+	return r.Edit(ctx, repo.EditRequest{Agent: agent, Message: "put " + key, Create: true, Blocks: []objects.Block{v},
+		Edit: func(ctx context.Context, t *objects.Tree) (bool, error) { return t.Put(ctx, key, v.CID) }})
 }
 
 // keysLabel prints a key count as 1k, 100k or 1M.
