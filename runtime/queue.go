@@ -239,7 +239,6 @@ func (q *queue) run(j *job) {
 	cancel()
 	ev := SnapshotEvent{Agent: j.agent, Commit: j.commit, Attempt: j.attempt + 1, Coalesced: j.coalesced, Result: res}
 	q.mu.Lock()
-	delete(q.inflight, j.agent)
 	if err != nil {
 		ev.Err = err
 		j.attempt++
@@ -265,9 +264,14 @@ func (q *queue) run(j *job) {
 	} else {
 		ev.Final = true
 	}
+	q.mu.Unlock()
+	// The agent stays in flight until its event is out, so an agent's events
+	// arrive in the order its pushes ran.
+	q.emit(ev)
+	q.mu.Lock()
+	delete(q.inflight, j.agent)
 	q.broadcastLocked()
 	q.mu.Unlock()
-	q.emit(ev)
 }
 
 func (q *queue) backoff(failures int) time.Duration {
