@@ -1,11 +1,11 @@
 package export
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/agentstate/agentstate/internal/store"
 	"io"
 	"io/fs"
 	"maps"
@@ -27,15 +27,6 @@ import (
 // not start with it (objects.ValidateKey).
 const StoreDirName = objects.StoreDirName
 
-// A directory is an agentstate store when it holds storeMarker, a regular
-// file that begins with storeMagic: the manifest of the store's Badger
-// database, the file store.Open looks for. A store is never part of a brain,
-// whatever its name and wherever it sits: scans skip it and say so, and
-// checkouts neither write into it, nor remove it, nor run inside one.
-const storeMarker = "MANIFEST"
-
-var storeMagic = []byte("Bdgr")
-
 var (
 	ErrNotDir   = errors.New("export: not a directory")
 	ErrEscapes  = errors.New("export: path escapes the target directory")
@@ -45,23 +36,11 @@ var (
 	ErrInStore = errors.New("export: agentstate store in the way")
 )
 
-// IsStoreDir reports whether dir is an agentstate store directory (it holds
-// the store's database manifest). It does not follow a symlink at the
-// manifest's place and never blocks on a FIFO there.
-func IsStoreDir(dir string) bool {
-	p := filepath.Join(dir, storeMarker)
-	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	f, err := os.OpenFile(p, os.O_RDONLY|oNoFollow, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	magic := make([]byte, len(storeMagic))
-	_, err = io.ReadFull(f, magic)
-	return err == nil && bytes.Equal(magic, storeMagic)
-}
+// IsStoreDir reports whether dir is an agentstate store directory, by the
+// store's own marker (internal/store). A store is never part of a brain,
+// whatever its name and wherever it sits: scans skip it and say so, and
+// checkouts neither write into it, nor remove it, nor run inside one.
+func IsStoreDir(dir string) bool { return store.IsStoreDir(dir) }
 
 // enclosingStore returns the store directory that dir is, or sits inside
 // (symlinks resolved), if any. dir need not exist.

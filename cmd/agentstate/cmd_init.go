@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"github.com/agentstate/agentstate/internal/store"
 	"path/filepath"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -25,7 +25,7 @@ func (e *env) runInit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(abs, "MANIFEST")); err == nil {
+	if store.IsStoreDir(abs) {
 		return fmt.Errorf("a store already exists at %s", abs)
 	}
 	r, err := repo.Init(abs, repo.Options{})

@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
+	"github.com/agentstate/agentstate/internal/store"
 	"os"
 	"path/filepath"
 
@@ -82,7 +82,7 @@ func (e *env) withRepoCreate(fn func(r *repo.Repo) error) error {
 	if _, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) {
 		dir, _ = filepath.Abs(repo.DirName)
 	} else if e.storeFlag != "" {
-		if _, err := os.Stat(filepath.Join(e.storeFlag, "MANIFEST")); errors.Is(err, fs.ErrNotExist) {
+		if !store.IsStoreDir(e.storeFlag) {
 			dir = e.storeFlag
 		}
 	}

@@ -126,7 +126,7 @@ func Create(dir string, opts Options) (*Store, error) {
 // Open opens an existing store.
 func Open(dir string, opts Options) (*Store, error) {
 	if !opts.InMemory {
-		if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err != nil {
+		if !IsStoreDir(dir) {
 			return nil, fmt.Errorf("%w: %s (run 'agentstate init' to create one)", ErrNotStore, dir)
 		}
 	}
