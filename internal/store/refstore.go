@@ -33,43 +33,43 @@ func (s *Store) HeadRecord(ctx context.Context, agent string) ([]byte, bool, err
 }
 
 // SwapHead implements refs.Store: one Badger transaction reads the HEAD
-// record, compares it and writes the entry and the new record.
+// record, compares it and writes the entry and the new record. Badger's
+// conflict detection turns a concurrent writer into ErrSwapped, so the one
+// retry loop is refs.Refs.Move's.
 func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint64, entry, head []byte) error {
 	if err := s.checkWrite(int64(2*len(agent) + len(entry) + len(head) + 32)); err != nil {
 		return err
 	}
-	for {
-		err := s.db.Update(func(txn *badger.Txn) error {
-			it, err := txn.Get(headKey(agent))
-			var cur []byte
-			switch {
-			case errors.Is(err, badger.ErrKeyNotFound):
-				if old != nil {
-					return refs.ErrSwapped
-				}
-			case err != nil:
-				return err
-			default:
-				if cur, err = it.ValueCopy(nil); err != nil {
-					return err
-				}
-				if old == nil || !bytes.Equal(cur, old) {
-					return refs.ErrSwapped
-				}
+	err := s.db.Update(func(txn *badger.Txn) error {
+		it, err := txn.Get(headKey(agent))
+		var cur []byte
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			if old != nil {
+				return refs.ErrSwapped
 			}
-			if err := txn.Set(opKey(agent, seq), entry); err != nil {
+		case err != nil:
+			return err
+		default:
+			if cur, err = it.ValueCopy(nil); err != nil {
 				return err
 			}
-			return txn.Set(headKey(agent), head)
-		})
-		if errors.Is(err, badger.ErrConflict) {
-			if err := ctx.Err(); err != nil {
-				return err
+			if old == nil || !bytes.Equal(cur, old) {
+				return refs.ErrSwapped
 			}
-			continue // a concurrent transaction in this process: compare again
 		}
-		return err
+		if err := txn.Set(opKey(agent, seq), entry); err != nil {
+			return err
+		}
+		return txn.Set(headKey(agent), head)
+	})
+	if errors.Is(err, badger.ErrConflict) {
+		// A concurrent transaction in this process wrote the HEAD record
+		// after this one read it: the record is no longer the one compared.
+		// refs.Refs.Move re-reads and compares again.
+		return refs.ErrSwapped
 	}
+	return err
 }
 
 // HeadRecords implements refs.Store.
