@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"regexp"
+	"sync"
 
 	"github.com/agentstate/agentstate/objects"
 )
@@ -93,10 +94,37 @@ type Head struct {
 // the operation log and checks it.
 type Refs struct {
 	s Store
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced at every HEAD move
 }
 
 // New returns the refs kept in s.
 func New(s Store) *Refs { return &Refs{s: s} }
+
+// Changed returns a channel that is closed at the next HEAD move of any
+// agent made through r (or reported with Notify). A watcher takes the
+// channel, reads what it watches, then waits on the channel: a move between
+// the two is never missed.
+func (r *Refs) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.changed
+}
+
+// Notify wakes the watchers of Changed. Move calls it; a server that swaps a
+// HEAD record for a remote writer (dag/repo/remote) calls it too.
+func (r *Refs) Notify() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
+}
 
 func (r *Refs) head(ctx context.Context, agent string) (Head, []byte, bool, error) {
 	data, ok, err := r.s.HeadRecord(ctx, agent)
@@ -187,6 +215,7 @@ func (r *Refs) Move(ctx context.Context, m Move) (Entry, error) {
 		if err != nil {
 			return Entry{}, fmt.Errorf("refs: moving HEAD of %q: %w", m.Agent, err)
 		}
+		r.Notify()
 		return e, nil
 	}
 }
@@ -335,4 +364,67 @@ func UndoTarget(entries []Entry, redo bool) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: the agent is at its first operation", ErrNothingUndo)
 	}
 	return done[len(done)-1], nil
+}
+
+// CheckSwap checks the records a writer that is not Move proposes for a
+// Store.SwapHead (a served store's remote client): entry and head must be
+// what Move would have written for agent after the HEAD record old (nil for
+// an agent without one). A server calls it before swapping, so a client can
+// only make moves that Verify accepts.
+func CheckSwap(agent string, old []byte, seq uint64, entry, head []byte) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("refs: refused HEAD move of %q: %s", agent, fmt.Sprintf(format, a...))
+	}
+	var e Entry
+	if err := json.Unmarshal(entry, &e); err != nil {
+		return bad("entry is unreadable: %v", err)
+	}
+	if again, _ := json.Marshal(e); string(again) != string(entry) {
+		return bad("entry is not in canonical form")
+	}
+	var h Head
+	if err := json.Unmarshal(head, &h); err != nil {
+		return bad("HEAD record is unreadable: %v", err)
+	}
+	if again, _ := json.Marshal(h); string(again) != string(head) {
+		return bad("HEAD record is not in canonical form")
+	}
+	var prev Head
+	var prevHash string
+	if old != nil {
+		if err := json.Unmarshal(old, &prev); err != nil {
+			return bad("the current HEAD record is unreadable: %v", err)
+		}
+		prevHash = prev.Hash
+	}
+	sum := sha256.Sum256(entry)
+	switch {
+	case e.Agent != agent || h.Agent != agent:
+		return bad("records name agent %q and %q", e.Agent, h.Agent)
+	case e.Seq != prev.Seq+1 || seq != e.Seq || h.Seq != e.Seq:
+		return bad("sequence %d (entry %d, HEAD %d) does not follow %d", seq, e.Seq, h.Seq, prev.Seq)
+	case e.Prev != prevHash:
+		return bad("entry does not chain to the current HEAD record")
+	case e.Old != prev.Commit:
+		return bad("entry starts from %s but HEAD is at %s", e.Old.Short(), prev.Commit.Short())
+	case h.Commit != e.New || e.New.IsZero():
+		return bad("HEAD record and entry disagree on the commit")
+	case h.Hash != hex.EncodeToString(sum[:]):
+		return bad("HEAD record does not hash the entry")
+	case e.Op == "":
+		return bad("entry has no operation")
+	}
+	return nil
+}
+
+// DecodeHead decodes a HEAD record; no record (nil) is the zero Head.
+func DecodeHead(rec []byte) (Head, error) {
+	var h Head
+	if rec == nil {
+		return h, nil
+	}
+	if err := json.Unmarshal(rec, &h); err != nil {
+		return h, fmt.Errorf("refs: unreadable HEAD record: %w", err)
+	}
+	return h, nil
 }

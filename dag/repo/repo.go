@@ -37,8 +37,17 @@ type Repo struct {
 	// Now returns the commit time; it honours SOURCE_DATE_EPOCH.
 	Now func() int64
 
-	leafCache leafCache
-	statMem   export.MemMeta // StatCache of storage not on disk
+	leafCache *leafCache
+	statMem   *export.MemMeta // StatCache of storage not on disk
+}
+
+// WithClock returns a view of r whose commits take their time from now: the
+// same storage, refs and caches. A server running a client's command uses
+// it to honour the client's SOURCE_DATE_EPOCH.
+func (r *Repo) WithClock(now func() int64) *Repo {
+	v := *r
+	v.Now = now
+	return &v
 }
 
 // Options open a repo.
@@ -66,7 +75,8 @@ func Open(dir string, opts Options) (*Repo, error) {
 func New(s Storage) *Repo { return wrap("", s) }
 
 func wrap(dir string, s Storage) *Repo {
-	return &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: s, Tape: tape.New(s), Now: Now}
+	return &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: s, Tape: tape.New(s), Now: Now,
+		leafCache: &leafCache{}, statMem: &export.MemMeta{}}
 }
 
 // StatCacheStore holds the stat caches of brain directories (export's
@@ -81,7 +91,7 @@ type StatCacheStore interface {
 // not on disk. They are derivable, and gc drops them.
 func (r *Repo) StatCache() StatCacheStore {
 	if r.Dir == "" {
-		return &r.statMem
+		return r.statMem
 	}
 	return export.FileMeta{Dir: filepath.Join(r.Dir, "statcache")}
 }
@@ -90,8 +100,11 @@ func (r *Repo) StatCache() StatCacheStore {
 func (r *Repo) Close() error { return r.Storage.Close() }
 
 // Now returns SOURCE_DATE_EPOCH if set and valid, else the current time.
-func Now() int64 {
-	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
+func Now() int64 { return NowFrom(os.Getenv) }
+
+// NowFrom is Now with the environment read through getenv.
+func NowFrom(getenv func(string) string) int64 {
+	if v := getenv("SOURCE_DATE_EPOCH"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
 			return n
 		}

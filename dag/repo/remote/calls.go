@@ -1,0 +1,268 @@
+package remote
+
+import (
+	"encoding/json"
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/rpcwire"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+)
+
+type call func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error
+
+// calls are the repository RPCs: each checks its request (anything a client
+// sends is hostile until checked), then does what the Storage method of the
+// same name does.
+var calls = map[string]call{
+	rpcwire.RPCStatus: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		return send(&rpcwire.Resp{Status: s.Status()})
+	},
+	rpcwire.RPCGet: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		c, err := cidArg(q.CID)
+		if err != nil {
+			return err
+		}
+		data, err := s.r.Blocks.Get(ctx, c)
+		if err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{Data: data, OK: true})
+	},
+	rpcwire.RPCHas: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		c, err := cidArg(q.CID)
+		if err != nil {
+			return err
+		}
+		ok, err := s.r.Blocks.Has(ctx, c)
+		if err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{OK: ok})
+	},
+	rpcwire.RPCPut: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		blocks := make([]objects.Block, 0, len(q.Blocks))
+		for _, b := range q.Blocks {
+			c, err := cidArg(b.CID)
+			if err != nil {
+				return err
+			}
+			if err := objects.Verify(c, b.Data); err != nil {
+				return badRequest("%v", err)
+			}
+			blocks = append(blocks, objects.Block{CID: c, Data: b.Data})
+		}
+		if err := s.r.Blocks.Put(ctx, blocks...); err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{OK: true})
+	},
+	rpcwire.RPCAllCIDs: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		l, ok := s.r.Storage.(objects.BlockLister)
+		if !ok {
+			return fmt.Errorf("this store cannot list its blocks")
+		}
+		var batch [][]byte
+		for c, err := range l.AllCIDs(ctx) {
+			if err != nil {
+				return err
+			}
+			batch = append(batch, c.Bytes())
+			if len(batch) == 4096 {
+				if err := send(&rpcwire.Resp{CIDs: batch}); err != nil {
+					return err
+				}
+				batch = nil
+			}
+		}
+		if len(batch) > 0 {
+			return send(&rpcwire.Resp{CIDs: batch})
+		}
+		return nil
+	},
+	rpcwire.RPCPrefix: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		f, ok := s.r.Storage.(repo.PrefixFinder)
+		if !ok {
+			return fmt.Errorf("this store cannot search CID prefixes")
+		}
+		if len(q.Prefix) > 64 {
+			return badRequest("prefix longer than a CID")
+		}
+		cs, err := f.CIDsWithPrefix(ctx, q.Prefix)
+		if err != nil {
+			return err
+		}
+		out := make([][]byte, len(cs))
+		for i, c := range cs {
+			out[i] = c.Bytes()
+		}
+		return send(&rpcwire.Resp{CIDs: out})
+	},
+	rpcwire.RPCHead: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		rec, ok, err := s.r.Storage.HeadRecord(ctx, q.Agent)
+		if err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{Data: rec, OK: ok})
+	},
+	rpcwire.RPCSwapHead: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		if err := refs.CheckSwap(q.Agent, q.Old, q.Seq, q.Entry, q.Head); err != nil {
+			return badRequest("%v", err)
+		}
+		// The commit the move names must be in the store: blocks first.
+		var h refs.Head
+		if err := json.Unmarshal(q.Head, &h); err != nil {
+			return badRequest("%v", err)
+		}
+		if ok, err := s.r.Blocks.Has(ctx, h.Commit); err != nil {
+			return err
+		} else if !ok {
+			return badRequest("HEAD move to %s, a commit this store does not hold", h.Commit)
+		}
+		if err := s.r.Storage.SwapHead(ctx, q.Agent, q.Old, q.Seq, q.Entry, q.Head); err != nil {
+			return err
+		}
+		s.r.Refs.Notify()
+		return send(&rpcwire.Resp{OK: true})
+	},
+	rpcwire.RPCHeads: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		for rec, err := range s.r.Storage.HeadRecords(ctx) {
+			if err != nil {
+				return err
+			}
+			if err := send(&rpcwire.Resp{Agent: rec.Agent, Seq: rec.Seq, Data: rec.Data}); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	rpcwire.RPCLog: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		for rec, err := range s.r.Storage.LogRecords(ctx, q.Agent) {
+			if err != nil {
+				return err
+			}
+			if err := send(&rpcwire.Resp{Agent: rec.Agent, Seq: rec.Seq, Data: rec.Data}); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	rpcwire.RPCAppendLines: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		n, err := s.r.Storage.AppendLines(ctx, q.Agent, q.Lines)
+		if err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{N: n})
+	},
+	rpcwire.RPCTapeLines: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		for line, err := range s.r.Storage.TapeLines(ctx, q.Agent) {
+			if err != nil {
+				return err
+			}
+			if err := send(&rpcwire.Resp{Data: line}); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	rpcwire.RPCGetMeta: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := metaArg(q.Name, false); err != nil {
+			return err
+		}
+		v, ok, err := s.r.Storage.GetMeta(ctx, q.Name)
+		if err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{Data: v, OK: ok})
+	},
+	rpcwire.RPCSetMeta: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := metaArg(q.Name, false); err != nil {
+			return err
+		}
+		if err := s.r.Storage.SetMeta(ctx, q.Name, q.Value); err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{OK: true})
+	},
+	rpcwire.RPCMetaPrefix: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := metaArg(q.Name, true); err != nil {
+			return err
+		}
+		return s.r.Storage.MetaPrefix(ctx, q.Name, func(name string, v []byte) error {
+			return send(&rpcwire.Resp{Agent: name, Data: v})
+		})
+	},
+	rpcwire.RPCDeleteMeta: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := metaArg(q.Name, false); err != nil {
+			return err
+		}
+		if err := s.r.Storage.DeleteMetaPrefix(ctx, q.Name); err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{OK: true})
+	},
+	// WatchHeads sends every agent's HEAD record now, then again each time
+	// any HEAD moves, until the client goes away.
+	rpcwire.RPCWatch: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		for {
+			changed := s.r.Refs.Changed()
+			for rec, err := range s.r.Storage.HeadRecords(ctx) {
+				if err != nil {
+					return err
+				}
+				if err := send(&rpcwire.Resp{Agent: rec.Agent, Data: rec.Data}); err != nil {
+					return err
+				}
+			}
+			if err := send(&rpcwire.Resp{OK: true}); err != nil { // end of this round
+				return err
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	},
+}
+
+func cidArg(b []byte) (objects.CID, error) {
+	c, err := objects.CIDFromBytes(b)
+	if err != nil {
+		return objects.CID{}, badRequest("%v", err)
+	}
+	return c, nil
+}
+
+func agentArg(a string) error {
+	if err := refs.ValidateAgent(a); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
+}
+
+// metaArg checks a meta name (a prefix may be empty).
+func metaArg(name string, prefix bool) error {
+	if (name == "" && !prefix) || len(name) > 4096 || !utf8.ValidString(name) {
+		return badRequest("meta name %.40q: want 1 to 4096 bytes of UTF-8", name)
+	}
+	return nil
+}

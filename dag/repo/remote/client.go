@@ -1,0 +1,478 @@
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentstate/agentstate/internal/rpcwire"
+	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+	"storj.io/drpc"
+	"storj.io/drpc/drpcconn"
+	"storj.io/drpc/drpcerr"
+	"storj.io/drpc/drpcmetadata"
+)
+
+// Errors a client reports from a server's answer.
+var (
+	ErrUnauthorized = errors.New("remote: the server refused the token")
+	ErrReadOnly     = errors.New("remote: the token may only read")
+	ErrNoExec       = errors.New("remote: the server does not run command lines")
+	ErrNoServer     = errors.New("remote: no server is listening")
+)
+
+// DialOptions configure a client.
+type DialOptions struct {
+	Token string      // bearer token (TCP)
+	TLS   *tls.Config // TCP with TLS
+	// Timeout bounds connecting (default 5s).
+	Timeout time.Duration
+}
+
+// Client is a served repository's storage: a repo.Storage whose every call
+// goes to the server. It is safe for concurrent use (a pool of connections,
+// one call at a time on each).
+type Client struct {
+	network, addr string
+	opts          DialOptions
+
+	mu     sync.Mutex
+	idle   []*drpcconn.Conn
+	closed bool
+}
+
+// Dial connects to a server: addr is a Unix socket path (see SocketPath) or
+// host:port. It fails with ErrNoServer when nothing listens there (a socket
+// file left by a killed server included).
+func Dial(ctx context.Context, addr string, opts DialOptions) (*Client, error) {
+	network := "tcp"
+	if strings.Contains(addr, "/") {
+		network = "unix"
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	c := &Client{network: network, addr: addr, opts: opts}
+	cn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.put(cn)
+	return c, nil
+}
+
+func (c *Client) dial(ctx context.Context) (*drpcconn.Conn, error) {
+	d := net.Dialer{Timeout: c.opts.Timeout}
+	addr := c.addr
+	if c.network == "unix" {
+		a, release, err := rpcwire.SocketAddr(addr)
+		if err != nil {
+			return nil, fmt.Errorf("%w at %s: %v", ErrNoServer, c.addr, err)
+		}
+		defer release()
+		addr = a
+	}
+	nc, err := d.DialContext(ctx, c.network, addr)
+	if err != nil {
+		if c.network == "unix" {
+			return nil, fmt.Errorf("%w at %s: %v", ErrNoServer, c.addr, err)
+		}
+		return nil, fmt.Errorf("remote: connecting to %s: %w", c.addr, err)
+	}
+	if c.opts.TLS != nil {
+		tc := tls.Client(nc, c.opts.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("remote: TLS with %s: %w", c.addr, err)
+		}
+		nc = tc
+	}
+	return drpcconn.NewWithOptions(nc, drpcconn.Options{Manager: ManagerOptions()}), nil
+}
+
+func (c *Client) get(ctx context.Context) (*drpcconn.Conn, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errors.New("remote: client closed")
+	}
+	for len(c.idle) > 0 {
+		cn := c.idle[len(c.idle)-1]
+		c.idle = c.idle[:len(c.idle)-1]
+		select {
+		case <-cn.Closed():
+			continue
+		default:
+		}
+		c.mu.Unlock()
+		return cn, nil
+	}
+	c.mu.Unlock()
+	return c.dial(ctx)
+}
+
+func (c *Client) put(cn *drpcconn.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-cn.Closed():
+		return
+	default:
+	}
+	if c.closed || len(c.idle) >= 8 {
+		cn.Close()
+		return
+	}
+	c.idle = append(c.idle, cn)
+}
+
+// Close closes the idle connections; calls in flight finish on theirs.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, cn := range c.idle {
+		cn.Close()
+	}
+	c.idle = nil
+	return nil
+}
+
+func (c *Client) ctx(ctx context.Context) context.Context {
+	if c.opts.Token != "" {
+		return drpcmetadata.Add(ctx, rpcwire.Token, c.opts.Token)
+	}
+	return ctx
+}
+
+// invoke makes one unary call.
+func (c *Client) invoke(ctx context.Context, rpc string, q *rpcwire.Req) (*rpcwire.Resp, error) {
+	cn, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out rpcwire.Resp
+	err = cn.Invoke(c.ctx(ctx), rpc, rpcwire.Encoding, q, &out)
+	c.put(cn)
+	if err != nil {
+		return nil, localError(ctx, err)
+	}
+	return &out, nil
+}
+
+// stream makes one streaming call and yields its messages.
+func (c *Client) stream(ctx context.Context, rpc string, q *rpcwire.Req) iter.Seq2[*rpcwire.Resp, error] {
+	return func(yield func(*rpcwire.Resp, error) bool) {
+		cn, err := c.get(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		sctx, cancel := context.WithCancel(c.ctx(ctx))
+		defer cancel()
+		st, err := cn.NewStream(sctx, rpc, rpcwire.Encoding)
+		if err != nil {
+			cn.Close()
+			yield(nil, localError(ctx, err))
+			return
+		}
+		done := false
+		defer func() {
+			if done {
+				st.Close()
+				c.put(cn)
+			} else {
+				cancel() // stopped early: the connection is not reusable
+				cn.Close()
+			}
+		}()
+		if err := st.MsgSend(q, rpcwire.Encoding); err != nil {
+			yield(nil, localError(ctx, err))
+			return
+		}
+		if err := st.CloseSend(); err != nil {
+			yield(nil, localError(ctx, err))
+			return
+		}
+		for {
+			var m rpcwire.Resp
+			err := st.MsgRecv(&m, rpcwire.Encoding)
+			if errors.Is(err, io.EOF) {
+				done = true
+				return
+			}
+			if err != nil {
+				yield(nil, localError(ctx, err))
+				return
+			}
+			if !yield(&m, nil) {
+				return
+			}
+		}
+	}
+}
+
+// localError maps a server's coded error back to the sentinel a local store
+// would have returned.
+func localError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var sentinel error
+	switch drpcerr.Code(err) {
+	case rpcwire.CodeNotFound:
+		sentinel = objects.ErrNotFound
+	case rpcwire.CodeSwapped:
+		sentinel = refs.ErrSwapped
+	case rpcwire.CodeUnauthorized:
+		sentinel = ErrUnauthorized
+	case rpcwire.CodeReadOnly:
+		sentinel = ErrReadOnly
+	case rpcwire.CodeDiskFull:
+		sentinel = store.ErrDiskFull
+	case rpcwire.CodeNoExec:
+		sentinel = ErrNoExec
+	default:
+		if drpc.ClosedError.Has(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("remote: the server went away: %w", err)
+		}
+		return fmt.Errorf("remote: %w", err)
+	}
+	return &codedError{sentinel: sentinel, msg: err.Error()}
+}
+
+type codedError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *codedError) Error() string   { return e.msg }
+func (e *codedError) Unwrap() error   { return e.sentinel }
+func (e *codedError) Is(t error) bool { return t == e.sentinel }
+
+// Get returns a block, re-hashed: the server is not trusted with content.
+func (c *Client) Get(ctx context.Context, id objects.CID) ([]byte, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCGet, &rpcwire.Req{CID: id.Bytes()})
+	if errors.Is(err, objects.ErrNotFound) {
+		return nil, &objects.NotFoundError{CID: id}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := objects.Verify(id, r.Data); err != nil {
+		return nil, fmt.Errorf("remote: the server sent wrong bytes for %s: %w", id, err)
+	}
+	return r.Data, nil
+}
+
+// Has reports whether the server holds a block.
+func (c *Client) Has(ctx context.Context, id objects.CID) (bool, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCHas, &rpcwire.Req{CID: id.Bytes()})
+	if err != nil {
+		return false, err
+	}
+	return r.OK, nil
+}
+
+// Put sends blocks in batches of at most rpcwire.MaxBatch bytes.
+func (c *Client) Put(ctx context.Context, blocks ...objects.Block) error {
+	var batch []rpcwire.Block
+	size := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := c.invoke(ctx, rpcwire.RPCPut, &rpcwire.Req{Blocks: batch})
+		batch, size = nil, 0
+		return err
+	}
+	for _, b := range blocks {
+		if size > 0 && size+len(b.Data) > rpcwire.MaxBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, rpcwire.Block{CID: b.CID.Bytes(), Data: b.Data})
+		size += len(b.Data) + 64
+	}
+	return flush()
+}
+
+// AllCIDs lists every block the server holds.
+func (c *Client) AllCIDs(ctx context.Context) iter.Seq2[objects.CID, error] {
+	return func(yield func(objects.CID, error) bool) {
+		for m, err := range c.stream(ctx, rpcwire.RPCAllCIDs, &rpcwire.Req{}) {
+			if err != nil {
+				yield(objects.CID{}, err)
+				return
+			}
+			for _, b := range m.CIDs {
+				id, err := objects.CIDFromBytes(b)
+				if !yield(id, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// CIDsWithPrefix finds the blocks whose CID bytes start with prefix.
+func (c *Client) CIDsWithPrefix(ctx context.Context, prefix []byte) ([]objects.CID, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCPrefix, &rpcwire.Req{Prefix: prefix})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]objects.CID, 0, len(r.CIDs))
+	for _, b := range r.CIDs {
+		id, err := objects.CIDFromBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("remote: the server sent a bad CID: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// HeadRecord reads an agent's HEAD record.
+func (c *Client) HeadRecord(ctx context.Context, agent string) ([]byte, bool, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCHead, &rpcwire.Req{Agent: agent})
+	if err != nil {
+		return nil, false, err
+	}
+	return r.Data, r.OK, nil
+}
+
+// SwapHead moves a HEAD by compare-and-swap on the server.
+func (c *Client) SwapHead(ctx context.Context, agent string, old []byte, seq uint64, entry, head []byte) error {
+	_, err := c.invoke(ctx, rpcwire.RPCSwapHead, &rpcwire.Req{Agent: agent, Old: old, Seq: seq, Entry: entry, Head: head})
+	return err
+}
+
+func (c *Client) records(ctx context.Context, rpc, agent string) iter.Seq2[refs.Record, error] {
+	return func(yield func(refs.Record, error) bool) {
+		for m, err := range c.stream(ctx, rpc, &rpcwire.Req{Agent: agent}) {
+			if err != nil {
+				yield(refs.Record{}, err)
+				return
+			}
+			if !yield(refs.Record{Agent: m.Agent, Seq: m.Seq, Data: m.Data}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// HeadRecords lists every agent's HEAD record.
+func (c *Client) HeadRecords(ctx context.Context) iter.Seq2[refs.Record, error] {
+	return c.records(ctx, rpcwire.RPCHeads, "")
+}
+
+// LogRecords lists an agent's operation-log records.
+func (c *Client) LogRecords(ctx context.Context, agent string) iter.Seq2[refs.Record, error] {
+	return c.records(ctx, rpcwire.RPCLog, agent)
+}
+
+// AppendLines appends receipt lines to an agent's tape.
+func (c *Client) AppendLines(ctx context.Context, agent string, lines [][]byte) (uint64, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCAppendLines, &rpcwire.Req{Agent: agent, Lines: lines})
+	if err != nil {
+		return 0, err
+	}
+	return r.N, nil
+}
+
+// TapeLines lists an agent's receipt lines.
+func (c *Client) TapeLines(ctx context.Context, agent string) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for m, err := range c.stream(ctx, rpcwire.RPCTapeLines, &rpcwire.Req{Agent: agent}) {
+			if !yield(dataOf(m), err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func dataOf(m *rpcwire.Resp) []byte {
+	if m == nil {
+		return nil
+	}
+	return m.Data
+}
+
+// GetMeta reads a meta value.
+func (c *Client) GetMeta(ctx context.Context, name string) ([]byte, bool, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCGetMeta, &rpcwire.Req{Name: name})
+	if err != nil {
+		return nil, false, err
+	}
+	return r.Data, r.OK, nil
+}
+
+// SetMeta writes a meta value.
+func (c *Client) SetMeta(ctx context.Context, name string, v []byte) error {
+	_, err := c.invoke(ctx, rpcwire.RPCSetMeta, &rpcwire.Req{Name: name, Value: v})
+	return err
+}
+
+// MetaPrefix calls fn with every meta value whose name starts with prefix.
+func (c *Client) MetaPrefix(ctx context.Context, prefix string, fn func(name string, v []byte) error) error {
+	for m, err := range c.stream(ctx, rpcwire.RPCMetaPrefix, &rpcwire.Req{Name: prefix}) {
+		if err != nil {
+			return err
+		}
+		if err := fn(m.Agent, m.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteMetaPrefix deletes every meta value whose name starts with prefix.
+func (c *Client) DeleteMetaPrefix(ctx context.Context, prefix string) error {
+	_, err := c.invoke(ctx, rpcwire.RPCDeleteMeta, &rpcwire.Req{Name: prefix})
+	return err
+}
+
+// Status asks the server who holds the store.
+func (c *Client) Status(ctx context.Context) (*rpcwire.Status, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCStatus, &rpcwire.Req{})
+	if err != nil {
+		return nil, err
+	}
+	if r.Status == nil {
+		return nil, errors.New("remote: the server sent no status")
+	}
+	return r.Status, nil
+}
+
+// WatchHeads yields every agent's HEAD record now, and again after every
+// HEAD move, in rounds: a round ends with a nil record. It stops when ctx
+// ends or the server goes away.
+func (c *Client) WatchHeads(ctx context.Context) iter.Seq2[*refs.Record, error] {
+	return func(yield func(*refs.Record, error) bool) {
+		for m, err := range c.stream(ctx, rpcwire.RPCWatch, &rpcwire.Req{}) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if m.OK {
+				if !yield(nil, nil) {
+					return
+				}
+				continue
+			}
+			if !yield(&refs.Record{Agent: m.Agent, Data: m.Data}, nil) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,356 @@
+// Package remote serves an open repository to other processes and reaches a
+// served one: the process that holds a store (agentstate serve, or a
+// runtime) serves it on a Unix socket inside the store directory, and
+// optionally on TCP with bearer tokens and TLS; everything else goes through
+// that process.
+//
+// The API is the repository's storage (dag/repo.Storage) one call for one,
+// so a Go program uses a served store exactly as a local one:
+//
+//	c, err := remote.Dial(ctx, remote.SocketPath(dir), remote.DialOptions{})
+//	r := repo.New(c) // every repo operation, through the server
+//
+// Writes follow the same compare-and-swap rule as in-process writers: blocks
+// first, then one SwapHead that fails with refs.ErrSwapped when another
+// writer moved HEAD first. A Unix-socket client can also ask the server to
+// run a whole command line in-process (Exec), which is how the agentstate
+// command stays fast against a served store.
+//
+// Transport and encoding are internal/rpcwire's: drpc streams carrying CBOR
+// messages. docs/service.md describes them.
+package remote
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/rpcwire"
+	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+	"storj.io/drpc"
+	"storj.io/drpc/drpcerr"
+	"storj.io/drpc/drpcmanager"
+	"storj.io/drpc/drpcmetadata"
+	"storj.io/drpc/drpcserver"
+	"storj.io/drpc/drpcwire"
+)
+
+// SocketPath is where the server of the store in dir listens.
+func SocketPath(dir string) string { return filepath.Join(dir, rpcwire.SocketName) }
+
+// ExecFunc runs one command line against the served repository, with the
+// client's working directory and environment, and returns its exit code.
+type ExecFunc func(ctx context.Context, r *repo.Repo, req ExecRequest, stdin io.Reader, stdout, stderr io.Writer) int
+
+// ExecRequest is a client's command line and surroundings.
+type ExecRequest struct {
+	Args      []string
+	Dir       string   // the client's working directory
+	Env       []string // KEY=VALUE
+	StdoutTTY bool
+	Width     int
+}
+
+// Options configure a server.
+type Options struct {
+	// Holder names the holding process in 'agentstate status' ("agentstate
+	// serve", "runtime").
+	Holder string
+	// Exec, if set, lets Unix-socket clients run command lines in this
+	// process. Never offered on TCP: a command reads and writes the files it
+	// names.
+	Exec ExecFunc
+	// Listen is an optional TCP address. A TCP client must present one of
+	// the tokens; ReadTokens allow only reads.
+	Listen      string
+	Tokens      []string
+	ReadTokens  []string
+	TLS         *tls.Config // nil: plain TCP
+	NoSocket    bool        // do not listen on the Unix socket (tests)
+	Logf        func(format string, args ...any)
+}
+
+// Server serves one repository.
+type Server struct {
+	r       *repo.Repo
+	opts    Options
+	started time.Time
+	clients atomic.Int64
+
+	mu     sync.Mutex
+	lis    []net.Listener
+	addrs  []string
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	sock   string
+}
+
+// Start serves r on the Unix socket in r.Dir (and opts.Listen). The caller
+// must hold the store (repo.Open took its lock): any socket file already
+// there is then a dead server's, and is replaced.
+func Start(r *repo.Repo, opts Options) (*Server, error) {
+	if r.Dir == "" && !opts.NoSocket {
+		return nil, errors.New("remote: a store in memory has no socket; set Listen and NoSocket")
+	}
+	if opts.Listen != "" && len(opts.Tokens)+len(opts.ReadTokens) == 0 {
+		return nil, errors.New("remote: a TCP listener needs at least one token")
+	}
+	s := &Server{r: r, opts: opts, started: time.Now()}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	if !opts.NoSocket {
+		p := SocketPath(r.Dir)
+		os.Remove(p) // a dead server's: we hold the store
+		l, err := listenUnix(p)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("remote: listening on %s: %w", p, err)
+		}
+		s.sock = p
+		s.serve(ctx, l, true)
+	}
+	if opts.Listen != "" {
+		l, err := net.Listen("tcp", opts.Listen)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("remote: listening on %s: %w", opts.Listen, err)
+		}
+		if opts.TLS != nil {
+			l = tls.NewListener(l, opts.TLS)
+		}
+		s.serve(ctx, l, false)
+	}
+	return s, nil
+}
+
+// listenUnix listens on p with mode 0600 from the first instant: the umask
+// is not the process's to change, so the socket is made in a private
+// directory and renamed into place.
+func listenUnix(p string) (net.Listener, error) {
+	tmp, err := os.MkdirTemp(filepath.Dir(p), ".sock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	tp := filepath.Join(tmp, "s")
+	addr, release, err := rpcwire.SocketAddr(tp)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("unix", addr)
+	release()
+	if err != nil {
+		return nil, err
+	}
+	ul := l.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false)
+	if err := os.Chmod(tp, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := os.Rename(tp, p); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return &unlinkListener{Listener: l, path: p}, nil
+}
+
+type unlinkListener struct {
+	net.Listener
+	path string
+	once sync.Once
+}
+
+func (l *unlinkListener) Close() error {
+	err := l.Listener.Close()
+	l.once.Do(func() { os.Remove(l.path) })
+	return err
+}
+
+// Addrs returns the addresses served (the socket path first).
+func (s *Server) Addrs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.addrs...)
+}
+
+func (s *Server) serve(ctx context.Context, l net.Listener, local bool) {
+	s.mu.Lock()
+	s.lis = append(s.lis, l)
+	if local {
+		s.addrs = append(s.addrs, s.sock)
+	} else {
+		s.addrs = append(s.addrs, l.Addr().String())
+	}
+	s.mu.Unlock()
+	srv := drpcserver.NewWithOptions(&handler{s: s, local: local}, drpcserver.Options{
+		Manager: ManagerOptions(),
+		Log: func(err error) {
+			if s.opts.Logf != nil {
+				s.opts.Logf("serve: %v", err)
+			}
+		},
+	})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		srv.Serve(ctx, &countingListener{Listener: l, n: &s.clients})
+	}()
+}
+
+// ManagerOptions are drpc's connection options on both ends: messages are
+// bounded by rpcwire.MaxMessage.
+func ManagerOptions() drpcmanager.Options {
+	return drpcmanager.Options{Reader: drpcwire.ReaderOptions{MaximumBufferSize: rpcwire.MaxMessage}}
+}
+
+// Close stops listening, ends every connection and waits for the handlers.
+// The socket file is removed.
+func (s *Server) Close() error {
+	s.cancel()
+	s.mu.Lock()
+	for _, l := range s.lis {
+		l.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.n.Add(1)
+	return &countedConn{Conn: c, n: l.n}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	n    *atomic.Int64
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.n.Add(-1) })
+	return c.Conn.Close()
+}
+
+// handler answers the RPCs of one listener.
+type handler struct {
+	s     *Server
+	local bool // the Unix socket: its mode is the access check
+}
+
+func coded(code uint64, format string, a ...any) error {
+	return drpcerr.WithCode(fmt.Errorf(format, a...), code)
+}
+
+// authorize checks a TCP caller's token against the RPC.
+func (h *handler) authorize(ctx context.Context, rpc string) error {
+	if h.local {
+		return nil
+	}
+	if rpc == rpcwire.RPCExec {
+		return coded(rpcwire.CodeNoExec, "command lines run only over the Unix socket")
+	}
+	md, _ := drpcmetadata.Get(ctx)
+	tok := md[rpcwire.Token]
+	if tok == "" {
+		return coded(rpcwire.CodeUnauthorized, "a token is required")
+	}
+	if match(tok, h.s.opts.Tokens) {
+		return nil
+	}
+	if match(tok, h.s.opts.ReadTokens) {
+		if rpcwire.Writes[rpc] {
+			return coded(rpcwire.CodeReadOnly, "this token may only read")
+		}
+		return nil
+	}
+	return coded(rpcwire.CodeUnauthorized, "wrong token")
+}
+
+func match(tok string, set []string) bool {
+	ok := 0
+	for _, t := range set {
+		ok |= subtle.ConstantTimeCompare([]byte(tok), []byte(t))
+	}
+	return ok == 1
+}
+
+// HandleRPC is drpc's entry point: one call or stream.
+func (h *handler) HandleRPC(st drpc.Stream, rpc string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error serving %s: %v", rpc, r)
+		}
+	}()
+	ctx := st.Context()
+	if err := h.authorize(ctx, rpc); err != nil {
+		return err
+	}
+	if rpc == rpcwire.RPCExec {
+		return h.s.exec(ctx, st)
+	}
+	if _, ok := calls[rpc]; !ok {
+		return coded(rpcwire.CodeUnknown, "unknown call %q", rpc)
+	}
+	var req rpcwire.Req
+	if err := st.MsgRecv(&req, rpcwire.Encoding); err != nil {
+		if rpcwire.IsMalformed(err) {
+			return coded(rpcwire.CodeBadRequest, "%v", err)
+		}
+		return err
+	}
+	send := func(m *rpcwire.Resp) error { return st.MsgSend(m, rpcwire.Encoding) }
+	if err := calls[rpc](ctx, h.s, &req, send); err != nil {
+		return wireError(err)
+	}
+	return nil
+}
+
+// wireError gives err the code a client maps back to a sentinel.
+func wireError(err error) error {
+	var code uint64
+	switch {
+	case drpcerr.Code(err) != 0:
+		return err
+	case errors.Is(err, objects.ErrNotFound):
+		code = rpcwire.CodeNotFound
+	case errors.Is(err, refs.ErrSwapped):
+		code = rpcwire.CodeSwapped
+	case errors.Is(err, store.ErrDiskFull):
+		code = rpcwire.CodeDiskFull
+	case errors.Is(err, errBadRequest):
+		code = rpcwire.CodeBadRequest
+	}
+	return drpcerr.WithCode(err, code)
+}
+
+var errBadRequest = errors.New("bad request")
+
+func badRequest(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...))
+}

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+
+	"errors"
+	"fmt"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/remote"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentstate/agentstate/refs"
+	"github.com/urfave/cli/v2"
+)
+
+// DefaultAgent is the agent commands act on when neither --agent nor
+// AGENTSTATE_AGENT names one.
+const DefaultAgent = "main"
+
+// usageError marks a command-line mistake (exit code 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// env is what every command runs with.
+type env struct {
+	ctx            context.Context
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	storeFlag      string
+	remoteFlag     string
+	agent          string
+	color          bool
+	tty            bool
+	// dir is the working directory relative paths are taken from, and
+	// getenv reads the environment: the process's own, or a served client's.
+	dir    string
+	getenv func(string) string
+	// served is the repository of the server running this command for a
+	// client (Exec); nil when the command opens the store itself.
+	served *repo.Repo
+}
+
+// Main runs the command line args and returns the exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	e.dir, _ = os.Getwd()
+	e.tty = isTerminal(stdout)
+	return e.main(args)
+}
+
+// Exec runs a command line for a client of a served store, in the server's
+// process, against the repository it serves (a remote.ExecFunc): relative
+// paths are the client's, and so are the environment variables read.
+func Exec(ctx context.Context, r *repo.Repo, req remote.ExecRequest, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "agentstate: internal error: %v (this is a bug; the store is unchanged unless the command reported progress)\n", p)
+			code = 3
+		}
+	}()
+	vars := map[string]string{}
+	for _, kv := range req.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, dir: req.Dir, served: r,
+		getenv: func(k string) string { return vars[k] }, tty: req.StdoutTTY}
+	return e.main(req.Args)
+}
+
+// path resolves a path a user gave against the client's working directory
+// when a server runs the command; a command that runs in the user's own
+// process uses paths as given.
+func (e *env) path(p string) string {
+	if p == "" || filepath.IsAbs(p) || e.served == nil {
+		return p
+	}
+	return filepath.Join(e.dir, p)
+}
+
+func (e *env) main(args []string) int {
+	e.color = e.tty && e.getenv("NO_COLOR") == "" && e.getenv("TERM") != "dumb"
+	stderr := e.stderr
+	app := newApp(e)
+	if e.served != nil {
+		args = envFlags(app, args, e.getenv)
+	}
+	err := app.RunContext(e.ctx, args)
+	if err == nil {
+		return 0
+	}
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "agentstate: ")
+	fmt.Fprintf(stderr, "agentstate: %s\n", oneLine(msg))
+	var ue *usageError
+	var ec cli.ExitCoder // only help raises these ("No help topic for ...")
+	if errors.As(err, &ue) || errors.As(err, &ec) {
+		return 2
+	}
+	return 1
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func newApp(e *env) *cli.App {
+	app := &cli.App{
+		Name:            "agentstate",
+		Usage:           "a content-addressed, versioned store for AI agent brains",
+		UsageText:       "agentstate [--store DIR] [--agent NAME] COMMAND [flags] [args]",
+		Writer:          e.stdout,
+		ErrWriter:       e.stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    onUsageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "store", Usage: "store directory (default: nearest .agentstate walking up)", EnvVars: []string{"AGENTSTATE_STORE"}, Destination: &e.storeFlag},
+			&cli.StringFlag{Name: "remote", Usage: "a served store's TCP address (HOST:PORT); the token in AGENTSTATE_TOKEN", EnvVars: []string{"AGENTSTATE_REMOTE"}, Destination: &e.remoteFlag},
+			&cli.StringFlag{Name: "agent", Usage: "agent to act on", Value: DefaultAgent, EnvVars: []string{"AGENTSTATE_AGENT"}, Destination: &e.agent},
+		},
+		Before: func(c *cli.Context) error {
+			if err := refs.ValidateAgent(e.agent); err != nil {
+				return usagef("--agent: %v", err)
+			}
+			return nil
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("unknown command %q (see 'agentstate --help')", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+		Commands: commands(e),
+	}
+	for _, c := range app.Commands {
+		c.OnUsageError = onUsageError // flag errors of every command are usage errors
+	}
+	return app
+}
+
+func onUsageError(c *cli.Context, err error, isSub bool) error {
+	name := c.Command.Name
+	if name == "" || name == c.App.Name {
+		return usagef("%v (see 'agentstate --help')", err)
+	}
+	return usagef("%v (see 'agentstate %s --help')", err, name)
+}
+
+// envFlags rewrites a served client's command line so that the flags bound
+// to environment variables take the client's values: urfave/cli reads the
+// environment of the process it runs in, which for a served command is the
+// server's (and serve clears those variables from its own environment).
+// A value the client set becomes an explicit flag, placed before the
+// client's own flags so that an explicit flag still wins.
+func envFlags(app *cli.App, args []string, getenv func(string) string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	inject := func(flags []cli.Flag, given []string) []string {
+		var out []string
+		for _, f := range flags {
+			ef, ok := f.(interface{ GetEnvVars() []string })
+			if !ok {
+				continue
+			}
+			for _, v := range ef.GetEnvVars() {
+				val := getenv(v)
+				if val == "" || flagGiven(f.Names(), given) {
+					continue
+				}
+				out = append(out, "--"+f.Names()[0]+"="+val)
+				break
+			}
+		}
+		return out
+	}
+	// The command is the first argument that is not a global flag.
+	i := 1
+	for i < len(args) {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+			break
+		}
+		if !strings.Contains(a, "=") && takesValue(app.Flags, strings.TrimLeft(a, "-")) {
+			i++
+		}
+		i++
+	}
+	out := append([]string{args[0]}, inject(app.Flags, args[1:i])...)
+	out = append(out, args[1:i]...)
+	if i < len(args) {
+		out = append(out, args[i])
+		if cmd := app.Command(args[i]); cmd != nil {
+			out = append(out, inject(cmd.Flags, args[i+1:])...)
+		}
+		out = append(out, args[i+1:]...)
+	}
+	return out
+}
+
+func takesValue(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			_, isBool := f.(*cli.BoolFlag)
+			return !isBool
+		}
+	}
+	return false
+}
+
+func flagGiven(names, args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		a = strings.TrimLeft(a, "-")
+		for _, n := range names {
+			if a == n || strings.HasPrefix(a, n+"=") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// boundEnvVars lists the environment variables the command line's flags read.
+func boundEnvVars(app *cli.App) []string {
+	var out []string
+	add := func(flags []cli.Flag) {
+		for _, f := range flags {
+			if ef, ok := f.(interface{ GetEnvVars() []string }); ok {
+				out = append(out, ef.GetEnvVars()...)
+			}
+		}
+	}
+	add(app.Flags)
+	for _, c := range app.Commands {
+		add(c.Flags)
+	}
+	return out
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/textdiff"
+	"github.com/agentstate/agentstate/objects"
+)
+
+var changeLetter = map[objects.ChangeKind]string{objects.Added: "A", objects.Removed: "D", objects.Modified: "M"}
+
+var changeColor = map[objects.ChangeKind]string{objects.Added: "32", objects.Removed: "31", objects.Modified: "36"}
+
+func (e *env) printChanges(changes []objects.Change) {
+	for _, ch := range changes {
+		fmt.Fprintf(e.stdout, "%s\t%s\n", e.paint(changeColor[ch.Change], changeLetter[ch.Change]), ch.Path)
+	}
+}
+
+// maxPatchValue bounds the values whose line diff is shown.
+const maxPatchValue = 1 << 20
+
+// printPatch prints a unified diff per changed text value.
+func (e *env) printPatch(r *repo.Repo, changes []objects.Change) error {
+	read := func(v objects.CID) ([]byte, error) {
+		if v.IsZero() {
+			return nil, nil
+		}
+		return objects.ReadValue(e.ctx, r.Blocks, v)
+	}
+	for _, ch := range changes {
+		a, err := read(ch.Old)
+		if err != nil {
+			return err
+		}
+		b, err := read(ch.New)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, e.paint("1", "diff a/"+ch.Path+" b/"+ch.Path))
+		oldName, newName := "a/"+ch.Path, "b/"+ch.Path
+		switch ch.Change {
+		case objects.Added:
+			oldName = "/dev/null"
+		case objects.Removed:
+			newName = "/dev/null"
+		}
+		if !textdiff.IsText(a) || !textdiff.IsText(b) || len(a) > maxPatchValue || len(b) > maxPatchValue {
+			fmt.Fprintf(e.stdout, "Binary or large values differ (%d -> %d bytes)\n", len(a), len(b))
+			continue
+		}
+		for _, line := range strings.SplitAfter(textdiff.Unified(oldName, newName, string(a), string(b), 3), "\n") {
+			switch {
+			case strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++"):
+				line = e.paint("32", strings.TrimSuffix(line, "\n")) + "\n"
+			case strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---"):
+				line = e.paint("31", strings.TrimSuffix(line, "\n")) + "\n"
+			case strings.HasPrefix(line, "@@"):
+				line = e.paint("36", strings.TrimSuffix(line, "\n")) + "\n"
+			}
+			fmt.Fprint(e.stdout, line)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWriteOutput(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.tar")
+	write := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	if err := writeOutput(path, nil, write("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOutput(path, nil, write("second")); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := writeOutput(path, nil, func(w io.Writer) error {
+		io.WriteString(w, "partial")
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("failing writer: err = %v, want boom", err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != "second" {
+		t.Fatalf("after a failed write: %q, %v; want the previous content", got, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %v, %v; want 0600", fi.Mode(), err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("directory holds %d entries, want only out.tar (no temporary files left)", len(ents))
+	}
+
+	var stdout bytes.Buffer
+	if err := writeOutput("-", &stdout, write("to stdout")); err != nil || stdout.String() != "to stdout" {
+		t.Errorf(`writeOutput("-") wrote %q, %v`, stdout.String(), err)
+	}
+	if err := writeOutput(filepath.Join(dir, "missing", "x"), nil, write("x")); err == nil {
+		t.Error("writing into a missing directory succeeded")
+	}
+}

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/agentstate/agentstate/dag/repo/remote"
+	"github.com/agentstate/agentstate/internal/store"
+	"github.com/urfave/cli/v2"
+)
+
+func newServeCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "serve", Usage: "hold the store and serve it to every other command (foreground)", ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Usage: "also serve the repository API on TCP at ADDR (HOST:PORT); needs a token file"},
+			&cli.StringFlag{Name: "token-file", Usage: "read-write bearer tokens for TCP, one per line"},
+			&cli.StringFlag{Name: "read-token-file", Usage: "read-only bearer tokens for TCP, one per line"},
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve TCP with TLS: PEM certificate (chain) file"},
+			&cli.StringFlag{Name: "tls-key", Usage: "PEM private key of --tls-cert"},
+		},
+		Action: e.runServe}
+}
+
+func (e *env) runServe(c *cli.Context) error {
+	if err := nargs(c, 0, 0); err != nil {
+		return err
+	}
+	if e.served != nil {
+		return fmt.Errorf("this store is already served by this process (pid %d)", os.Getpid())
+	}
+	opts := remote.Options{Holder: "agentstate serve", Exec: Exec, Listen: c.String("listen")}
+	var err error
+	if opts.Tokens, err = readTokens(e.path(c.String("token-file"))); err != nil {
+		return err
+	}
+	if opts.ReadTokens, err = readTokens(e.path(c.String("read-token-file"))); err != nil {
+		return err
+	}
+	if opts.Listen != "" && len(opts.Tokens)+len(opts.ReadTokens) == 0 {
+		return usagef("--listen needs --token-file or --read-token-file: TCP clients must present a token")
+	}
+	if cert, key := c.String("tls-cert"), c.String("tls-key"); cert != "" || key != "" {
+		if opts.Listen == "" || cert == "" || key == "" {
+			return usagef("--tls-cert and --tls-key go together, with --listen")
+		}
+		pair, err := tls.LoadX509KeyPair(e.path(cert), e.path(key))
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		opts.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}
+	}
+	dir, err := e.storeDir()
+	if err != nil {
+		return err
+	}
+	if c, err := remote.Dial(e.ctx, remote.SocketPath(dir), remote.DialOptions{}); err == nil {
+		st, serr := c.Status(e.ctx)
+		c.Close()
+		if serr == nil {
+			return fmt.Errorf("%s is already served by %s (pid %d)", dir, st.Holder, st.PID)
+		}
+		return fmt.Errorf("%s is already served", dir)
+	}
+	r, err := e.open()
+	if errors.Is(err, store.ErrInUse) {
+		return fmt.Errorf("%w (a process that holds the store without serving it: stop it, or let it serve)", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// Client commands read the client's environment (envFlags), never this
+	// process's.
+	for _, v := range boundEnvVars(c.App) {
+		os.Unsetenv(v)
+	}
+	opts.Logf = func(format string, a ...any) { fmt.Fprintf(e.stderr, "agentstate serve: "+format+"\n", a...) }
+	srv, err := remote.Start(r, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "agentstate: serving %s on %s (pid %d; Ctrl-C stops)\n", dir, strings.Join(srv.Addrs(), " and "), os.Getpid())
+	<-e.ctx.Done()
+	srv.Close()
+	fmt.Fprintf(e.stderr, "agentstate: stopped serving %s\n", dir)
+	return nil
+}
+
+// readTokens reads a token file: one token per line, blank lines and lines
+// starting with # skipped. The file must not be readable by others.
+func readTokens(path string) ([]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s: token file is readable by others (chmod 600 %s)", path, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if len(l) < 16 {
+			return nil, fmt.Errorf("%s: a token shorter than 16 characters", path)
+		}
+		out = append(out, l)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no tokens", path)
+	}
+	return out, nil
+}
+
+// clientTLS trusts the PEM certificates in caFile for --remote.
+func clientTLS(caFile string) (*tls.Config, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("AGENTSTATE_REMOTE_CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("AGENTSTATE_REMOTE_CA: %s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
+}
+
+

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/remote"
+	"github.com/agentstate/agentstate/internal/rpcwire"
+	"github.com/agentstate/agentstate/internal/store"
+	"github.com/urfave/cli/v2"
+)
+
+func newStatusCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "status", Usage: "who holds the store, since when, and the agents' HEADs", ArgsUsage: " ",
+		Flags: []cli.Flag{jsonFlag}, Action: e.runStatus}
+}
+
+type statusJSON struct {
+	Store   string      `json:"store"`
+	Served  bool        `json:"served"`
+	Holder  string      `json:"holder,omitempty"`
+	PID     int         `json:"pid,omitempty"`
+	Since   string      `json:"since,omitempty"`
+	Listen  []string    `json:"listen,omitempty"`
+	Clients int         `json:"clients,omitempty"`
+	Exec    bool        `json:"exec,omitempty"`
+	Note    string      `json:"note,omitempty"`
+	Agents  []agentJSON `json:"agents"`
+}
+
+func (e *env) runStatus(c *cli.Context) error {
+	if err := nargs(c, 0, 0); err != nil {
+		return err
+	}
+	dir, err := e.storeDir()
+	if err != nil {
+		return err
+	}
+	out := statusJSON{Store: dir, Agents: []agentJSON{}}
+	var st *rpcwire.Status
+	if cl, err := remote.Dial(e.ctx, remote.SocketPath(dir), remote.DialOptions{}); err == nil {
+		st, err = cl.Status(e.ctx)
+		cl.Close()
+		if err != nil {
+			return err
+		}
+	} else if _, serr := os.Lstat(remote.SocketPath(dir)); serr == nil {
+		out.Note = "a socket file a stopped server left behind (the next server replaces it)"
+	}
+	if st != nil {
+		out.Served, out.Holder, out.PID, out.Exec, out.Listen = true, st.Holder, st.PID, st.Exec, st.Listen
+		out.Since = time.Unix(st.Since, 0).UTC().Format(time.RFC3339)
+		out.Clients = st.Clients - 1 // not counting this command
+	}
+	err = e.withRepoRead(func(r *repo.Repo) error {
+		heads, err := r.Refs.Agents(e.ctx)
+		for _, h := range heads {
+			out.Agents = append(out.Agents, agentJSON{h.Agent, h.Commit, h.Seq})
+		}
+		return err
+	})
+	if errors.Is(err, store.ErrInUse) && !out.Served {
+		out.Note = "held by another process that does not serve it (a runtime with serving turned off, or a command)"
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return e.writeJSON(out)
+	}
+	fmt.Fprintf(e.stdout, "store    %s\n", dir)
+	if out.Served {
+		fmt.Fprintf(e.stdout, "served   by %s (pid %d)", out.Holder, out.PID)
+		if out.Since != "" {
+			fmt.Fprintf(e.stdout, " since %s", out.Since)
+		}
+		fmt.Fprintln(e.stdout)
+		if len(out.Listen) > 0 {
+			fmt.Fprintf(e.stdout, "listen   %s\n", strings.Join(out.Listen, ", "))
+		}
+		fmt.Fprintf(e.stdout, "clients  %d other\n", max(out.Clients, 0))
+	} else {
+		fmt.Fprintf(e.stdout, "served   no (commands open the store themselves)\n")
+	}
+	if out.Note != "" {
+		fmt.Fprintf(e.stdout, "note     %s\n", out.Note)
+	}
+	fmt.Fprintf(e.stdout, "agents   %d\n", len(out.Agents))
+	for _, a := range out.Agents {
+		fmt.Fprintf(e.stdout, "  %-20s %s  (%d operations)\n", a.Agent, a.Head.Short(), a.Operations)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/urfave/cli/v2"
+)
+
+func newVerifyCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "verify", Usage: "re-hash every reachable block and check every operation log", ArgsUsage: " ",
+		Flags: []cli.Flag{jsonFlag}, Action: e.runVerify}
+}
+
+func (e *env) runVerify(c *cli.Context) error {
+	if err := nargs(c, 0, 0); err != nil {
+		return err
+	}
+	return e.withRepoRead(func(r *repo.Repo) error {
+		rep, err := r.Verify(e.ctx)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			if rep.Problems == nil {
+				rep.Problems = []string{}
+			}
+			if err := e.writeJSON(struct {
+				OK       bool     `json:"ok"`
+				Agents   int      `json:"agents"`
+				Commits  int      `json:"commits"`
+				Blocks   int      `json:"blocks"`
+				Problems []string `json:"problems"`
+			}{len(rep.Problems) == 0, rep.Agents, rep.Commits, rep.Blocks, rep.Problems}); err != nil {
+				return err
+			}
+		} else {
+			for _, p := range rep.Problems {
+				fmt.Fprintf(e.stdout, "problem: %s\n", p)
+			}
+		}
+		if len(rep.Problems) > 0 {
+			return fmt.Errorf("verify found %d problem(s)", len(rep.Problems))
+		}
+		if !c.Bool("json") {
+			fmt.Fprintf(e.stdout, "ok: %d agents, %d commits, %d blocks verified\n", rep.Agents, rep.Commits, rep.Blocks)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/objects"
+	"golang.org/x/term"
+)
+
+func (e *env) writeJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func (e *env) paint(code, s string) string {
+	if !e.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func fmtTime(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02 15:04:05 +0000") }
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+type logJSON struct {
+	CID        objects.CID       `json:"cid"`
+	Parents    []objects.CID     `json:"parents"`
+	Tree       objects.CID       `json:"tree"`
+	Time       int64             `json:"time"`
+	Message    string            `json:"message"`
+	Metadata   map[string]string `json:"metadata"`
+	BundleHash string            `json:"bundleHash"`
+}
+
+func (e *env) logJSON(r *repo.Repo, le dag.LogEntry) (logJSON, error) {
+	h, err := r.BundleHash(e.ctx, le.Commit.Tree)
+	if err != nil {
+		return logJSON{}, err
+	}
+	parents := le.Commit.Parents
+	if parents == nil {
+		parents = []objects.CID{}
+	}
+	meta := le.Commit.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return logJSON{CID: le.CID, Parents: parents, Tree: le.Commit.Tree, Time: le.Commit.Time,
+		Message: le.Commit.Message, Metadata: meta, BundleHash: h.String()}, nil
+}
+
+func (e *env) printCommit(le dag.LogEntry, head bool) {
+	hdr := "commit " + le.CID.String()
+	if head {
+		hdr += " (HEAD -> " + e.agent + ")"
+	}
+	fmt.Fprintln(e.stdout, e.paint("33", hdr))
+	if len(le.Commit.Parents) > 1 {
+		var ps []string
+		for _, p := range le.Commit.Parents {
+			ps = append(ps, p.Short())
+		}
+		fmt.Fprintf(e.stdout, "Merge:  %s\n", strings.Join(ps, " "))
+	}
+	fmt.Fprintf(e.stdout, "Date:   %s\n", fmtTime(le.Commit.Time))
+	for _, k := range sortedKeys(le.Commit.Metadata) {
+		fmt.Fprintf(e.stdout, "%-7s %s\n", k+":", le.Commit.Metadata[k])
+	}
+	fmt.Fprintln(e.stdout)
+	for _, line := range strings.Split(le.Commit.Message, "\n") {
+		fmt.Fprintf(e.stdout, "    %s\n", line)
+	}
+}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/ens"
+	"github.com/agentstate/agentstate/export/envelope"
+	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/walrus/httpstore"
+	"github.com/agentstate/agentstate/walrus/localstore"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+)
+
+// pipeline builds the pipeline's pieces from flags, environment and config.
+func (e *env) pipeline(c *cli.Context, r *repo.Repo, forPush bool) (*snapshot.Pipeline, func(), error) {
+	cfg, err := loadConfig(r.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Paths given as flags are the user's (relative to the working
+	// directory); the config's are as written there.
+	pick := func(flag, fromCfg string) string {
+		if v := c.String(flag); v != "" {
+			return v
+		}
+		return fromCfg
+	}
+	pickPath := func(flag, fromCfg string) string {
+		if v := c.String(flag); v != "" {
+			return e.path(v)
+		}
+		return fromCfg
+	}
+	cleanup := func() {}
+	p := &snapshot.Pipeline{Repo: r}
+	// Cipher: key file, else passphrase.
+	keyPath := pickPath("key", cfg.Key)
+	switch pass := e.getenv("AGENTSTATE_PASSPHRASE"); {
+	case keyPath != "":
+		k, err := envelope.LoadKeyFile(e.ctx, keyPath)
+		if errors.Is(err, envelope.ErrKeyFilePermissions) {
+			fmt.Fprintf(e.stderr, "agentstate: warning: %v\n", err)
+		} else if err != nil {
+			return nil, nil, err
+		}
+		if p.Cipher, err = envelope.NewAESGCM(k, envelope.Options{}); err != nil {
+			return nil, nil, err
+		}
+	case pass != "":
+		salt, ok, err := r.Storage.GetMeta(e.ctx, "kdf-salt")
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok && forPush {
+			if salt, err = envelope.NewSalt(); err != nil {
+				return nil, nil, err
+			}
+			if err := r.Storage.SetMeta(e.ctx, "kdf-salt", salt); err != nil {
+				return nil, nil, err
+			}
+		}
+		if p.Cipher, err = envelope.NewAESGCMPassphrase([]byte(pass), salt, envelope.DefaultKDFParams(), envelope.Options{}); err != nil {
+			return nil, nil, err
+		}
+	default:
+		return nil, nil, usagef("%s needs a key: --key FILE (make one with 'agentstate keygen -o FILE'), AGENTSTATE_KEY, or AGENTSTATE_PASSPHRASE", c.Command.Name)
+	}
+	// Blob store: Walrus if configured, else the local blob directory.
+	pub, agg := pick("walrus-publisher", cfg.Walrus.Publisher), pick("walrus-aggregator", cfg.Walrus.Aggregator)
+	if pub != "" || agg != "" {
+		if agg == "" {
+			agg = pub
+		}
+		if pub == "" {
+			pub = agg
+		}
+		var hopts []httpstore.Option
+		partSize := c.Int64("walrus-part-size")
+		if partSize == 0 {
+			partSize = cfg.Walrus.PartSize
+		}
+		if partSize < 0 {
+			return nil, nil, usagef("--walrus-part-size %d: must be positive", partSize)
+		}
+		if partSize > 0 {
+			hopts = append(hopts, httpstore.WithPartSize(partSize))
+		}
+		if p.Blobs, err = httpstore.New(pub, agg, hopts...); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		dir := pickPath("blob-dir", cfg.BlobDir)
+		if dir == "" {
+			dir = filepath.Join(r.Dir, "blobs")
+		}
+		if p.Blobs, err = localstore.Open(dir); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Pointer: ENS if named, else a pointer file.
+	name := c.String("ens")
+	if name == "" {
+		name = cfg.ENS.Names[e.agent]
+	}
+	if name != "" {
+		rpc := pick("eth-rpc", cfg.ENS.RPC)
+		if rpc == "" {
+			return nil, nil, usagef("--ens %s needs --eth-rpc URL (or AGENTSTATE_ETH_RPC)", name)
+		}
+		reg := c.String("ens-registry")
+		if cfg.ENS.Registry != "" && !c.IsSet("ens-registry") {
+			reg = cfg.ENS.Registry
+		}
+		if !common.IsHexAddress(reg) {
+			return nil, nil, usagef("--ens-registry %q is not an address", reg)
+		}
+		client, err := ens.Dial(e.ctx, rpc, common.HexToAddress(reg))
+		if err != nil {
+			return nil, nil, err
+		}
+		cleanup = client.Close
+		ptr := ens.SnapshotPointer{Client: client, Names: func(string) (string, error) { return name, nil }}
+		if forPush {
+			keyFile := e.path(c.String("eth-key"))
+			if keyFile == "" {
+				keyFile = cfg.ENS.EthKey
+			}
+			if keyFile == "" {
+				cleanup()
+				return nil, nil, usagef("--ens needs --eth-key FILE to sign the record update")
+			}
+			if ptr.Signer, err = ens.LoadKeyFile(keyFile); err != nil {
+				cleanup()
+				return nil, nil, err
+			}
+		}
+		p.Pointer = ptr
+	} else {
+		dir := pickPath("pointer-dir", cfg.PointerDir)
+		if dir == "" {
+			dir = filepath.Join(r.Dir, "pointers")
+		}
+		p.Pointer = snapshot.FilePointer{Dir: dir}
+	}
+	return p, cleanup, nil
+}
+
+func (e *env) progress(label string) (func(done, total int64), func()) {
+	if !isTerminal(e.stderr) {
+		return nil, func() {}
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int64) {
+			if bar == nil {
+				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(e.stderr), progressbar.OptionShowBytes(true),
+					progressbar.OptionSetDescription(label), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+			}
+			bar.Set64(done)
+		}, func() {
+			if bar != nil {
+				bar.Finish()
+			}
+		}
+}

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/remote"
+	"github.com/agentstate/agentstate/internal/store"
+)
+
+func (e *env) storeDir() (string, error) {
+	if e.served != nil && e.storeFlag == "" {
+		return e.served.Dir, nil
+	}
+	dir, err := repo.Find(e.path(e.storeFlag), e.dir)
+	if err != nil {
+		return "", err
+	}
+	if e.served != nil && !sameDir(dir, e.served.Dir) {
+		return "", fmt.Errorf("this server serves %s, not %s (run the command with --store %s)", e.served.Dir, dir, dir)
+	}
+	return dir, nil
+}
+
+func sameDir(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// open opens the store for a command.
+func (e *env) open() (*repo.Repo, error) {
+	dir, err := e.storeDir()
+	if err != nil {
+		return nil, err
+	}
+	lt, err := e.lockTimeout()
+	if err != nil {
+		return nil, err
+	}
+	return repo.Open(dir, repo.Options{Sync: e.getenv("AGENTSTATE_SYNC") == "1", LockTimeout: lt})
+}
+
+// lockTimeout reads AGENTSTATE_LOCK_TIMEOUT (see parseLockTimeout).
+func (e *env) lockTimeout() (time.Duration, error) {
+	return parseLockTimeout(e.getenv("AGENTSTATE_LOCK_TIMEOUT"))
+}
+
+// parseLockTimeout parses AGENTSTATE_LOCK_TIMEOUT: how long a command waits
+// for another process to release the store, as a Go duration ("10s",
+// "500ms") or a number of seconds; "0" fails at once. The result is a
+// repo.Options.LockTimeout: 0 (unset) means store.DefaultLockTimeout, a
+// negative value fails at once.
+func parseLockTimeout(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		s, serr := strconv.ParseFloat(v, 64)
+		if serr != nil || math.IsNaN(s) {
+			return 0, usagef("AGENTSTATE_LOCK_TIMEOUT=%q: want a duration such as 10s or 500ms, or a number of seconds", v)
+		}
+		if s > float64(math.MaxInt64/int64(time.Second)) {
+			return 0, usagef("AGENTSTATE_LOCK_TIMEOUT=%q: too long", v)
+		}
+		d = time.Duration(s * float64(time.Second))
+		if s < 0 {
+			d = -1
+		}
+	}
+	if d < 0 {
+		return 0, usagef("AGENTSTATE_LOCK_TIMEOUT=%q: must not be negative", v)
+	}
+	if d == 0 {
+		d = -1 // store.Options: negative fails at once, zero is the default
+	}
+	return d, nil
+}
+
+// withRepo opens the store, runs fn and closes the store.
+func (e *env) withRepo(fn func(r *repo.Repo) error) error {
+	return e.withRepoMode(false, fn)
+}
+
+// withRepoRead is withRepo for commands that only read: the store is opened
+// read-only (faster to open), falling back to a normal open when Badger
+// refuses read-only (for example after an unclean shutdown, which a writer
+// must replay first).
+func (e *env) withRepoRead(fn func(r *repo.Repo) error) error {
+	return e.withRepoMode(true, fn)
+}
+
+func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
+	if e.served != nil {
+		// The server runs this command: its repository, not opened or
+		// closed here, with the client's clock.
+		if _, err := e.storeDir(); err != nil {
+			return err
+		}
+		return fn(e.served.WithClock(func() int64 { return repo.NowFrom(e.getenv) }))
+	}
+	if e.remoteFlag != "" {
+		return e.withServer(e.remoteFlag, "", fn)
+	}
+	var r *repo.Repo
+	dir, err := e.storeDir()
+	if err != nil {
+		return err
+	}
+	// A server holds the store: everything goes through it.
+	if err := e.withServer(remote.SocketPath(dir), dir, fn); !errors.Is(err, remote.ErrNoServer) {
+		return err
+	}
+	if readOnly {
+		lt, lerr := e.lockTimeout()
+		if lerr != nil {
+			return lerr
+		}
+		// A read-only open writes nothing. When Badger refuses it (an unclean
+		// shutdown left logs a writer must replay), the writable open below
+		// does the recovery, within the same free-space check as any write.
+		r, err = repo.Open(dir, repo.Options{ReadOnly: true, LockTimeout: lt})
+		if err != nil && !errors.Is(err, store.ErrInUse) && !errors.Is(err, store.ErrNotStore) && !errors.Is(err, store.ErrDiskFull) {
+			r, err = e.open()
+		}
+	} else {
+		r, err = e.open()
+	}
+	if errors.Is(err, store.ErrInUse) {
+		// A server may have started between the dial and the open.
+		if serr := e.withServer(remote.SocketPath(dir), dir, fn); !errors.Is(serr, remote.ErrNoServer) {
+			return serr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	err = fn(r)
+	if cerr := r.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("closing store: %w", cerr)
+	}
+	return err
+}
+
+// withServer runs fn against a served store through its API. It returns
+// remote.ErrNoServer, having done nothing, when nothing listens at addr (a
+// socket file a killed server left included).
+func (e *env) withServer(addr, dir string, fn func(r *repo.Repo) error) error {
+	opts := remote.DialOptions{Token: e.getenv("AGENTSTATE_TOKEN")}
+	if ca := e.getenv("AGENTSTATE_REMOTE_CA"); ca != "" && dir == "" {
+		tc, err := clientTLS(e.path(ca))
+		if err != nil {
+			return err
+		}
+		opts.TLS = tc
+	}
+	c, err := remote.Dial(e.ctx, addr, opts)
+	if err != nil {
+		if dir == "" && errors.Is(err, remote.ErrNoServer) {
+			return fmt.Errorf("--remote %s: %v", addr, err)
+		}
+		return err
+	}
+	r := repo.New(c)
+	r.Dir = dir
+	r.Now = func() int64 { return repo.NowFrom(e.getenv) }
+	err = fn(r)
+	c.Close()
+	return err
+}

@@ -1,0 +1,199 @@
+// Package rpcwire is the wire contract of a served store: the RPC names, the
+// messages and their encoding, the error codes and the socket's name. The
+// transport is drpc (storj.io/drpc: framing, streams, cancellation); every
+// message is one CBOR map with small integer keys (github.com/fxamacker/cbor,
+// decoded with limits). docs/service.md is the normative description.
+//
+// The package imports nothing heavy on purpose: the agentstate command links
+// it, and a command that a server runs must start as fast as a hello-world
+// program.
+package rpcwire
+
+import (
+	"errors"
+
+	"github.com/fxamacker/cbor/v2"
+	"storj.io/drpc"
+)
+
+// SocketName is the Unix socket a server listens on, inside the store directory.
+const SocketName = "agentstate.sock"
+
+// MaxMessage bounds one message either way (drpc's reader refuses more).
+// Clients split block uploads so that a message stays under MaxBatch.
+const (
+	MaxMessage = 16 << 20
+	MaxBatch   = 4 << 20
+)
+
+// The RPCs. Repository calls mirror dag/repo.Storage one for one; Exec runs a
+// command line in the server (Unix socket only).
+const (
+	RPCStatus      = "/agentstate.v1/Status"
+	RPCGet         = "/agentstate.v1/Get"
+	RPCHas         = "/agentstate.v1/Has"
+	RPCPut         = "/agentstate.v1/Put"
+	RPCAllCIDs     = "/agentstate.v1/AllCIDs"    // stream
+	RPCPrefix      = "/agentstate.v1/CIDsWithPrefix"
+	RPCHead        = "/agentstate.v1/HeadRecord"
+	RPCSwapHead    = "/agentstate.v1/SwapHead"
+	RPCHeads       = "/agentstate.v1/HeadRecords" // stream
+	RPCLog         = "/agentstate.v1/LogRecords"  // stream
+	RPCAppendLines = "/agentstate.v1/AppendLines"
+	RPCTapeLines   = "/agentstate.v1/TapeLines" // stream
+	RPCGetMeta     = "/agentstate.v1/GetMeta"
+	RPCSetMeta     = "/agentstate.v1/SetMeta"
+	RPCMetaPrefix  = "/agentstate.v1/MetaPrefix" // stream
+	RPCDeleteMeta  = "/agentstate.v1/DeleteMetaPrefix"
+	RPCWatch       = "/agentstate.v1/WatchHeads" // stream
+	RPCExec        = "/agentstate.v1/Exec"       // bidirectional stream
+)
+
+// Writes lists the RPCs a read-only token may not call.
+var Writes = map[string]bool{
+	RPCPut: true, RPCSwapHead: true, RPCAppendLines: true, RPCSetMeta: true, RPCDeleteMeta: true, RPCExec: true,
+}
+
+// Error codes carried with an RPC's error (drpcerr). A client maps them back
+// to the sentinel errors of the packages the calls mirror.
+const (
+	CodeNotFound     = 100 // objects.ErrNotFound
+	CodeSwapped      = 101 // refs.ErrSwapped
+	CodeUnauthorized = 102 // missing or wrong token
+	CodeReadOnly     = 103 // a write with a read-only token
+	CodeBadRequest   = 104 // malformed request
+	CodeDiskFull     = 105 // the server's disk is full
+	CodeNoExec       = 106 // this server does not run command lines
+	CodeUnknown      = 107 // unknown RPC
+)
+
+// Token is the metadata key of the bearer token (TCP listeners).
+const Token = "authorization"
+
+// Req is every request: the fields a call does not use stay empty.
+type Req struct {
+	Agent  string   `cbor:"1,keyasint,omitempty"`
+	CID    []byte   `cbor:"2,keyasint,omitempty"`
+	CIDs   [][]byte `cbor:"3,keyasint,omitempty"`
+	Blocks []Block  `cbor:"4,keyasint,omitempty"`
+	Old    []byte   `cbor:"5,keyasint,omitempty"`
+	Seq    uint64   `cbor:"6,keyasint,omitempty"`
+	Entry  []byte   `cbor:"7,keyasint,omitempty"`
+	Head   []byte   `cbor:"8,keyasint,omitempty"`
+	Lines  [][]byte `cbor:"9,keyasint,omitempty"`
+	Name   string   `cbor:"10,keyasint,omitempty"`
+	Value  []byte   `cbor:"11,keyasint,omitempty"`
+	Prefix []byte   `cbor:"12,keyasint,omitempty"`
+}
+
+// Block is a CID and its bytes.
+type Block struct {
+	CID  []byte `cbor:"1,keyasint"`
+	Data []byte `cbor:"2,keyasint"`
+}
+
+// Resp is every answer, and every message of a stream.
+type Resp struct {
+	Data []byte   `cbor:"1,keyasint,omitempty"`
+	OK   bool     `cbor:"2,keyasint,omitempty"`
+	N    uint64   `cbor:"3,keyasint,omitempty"`
+	CIDs [][]byte `cbor:"4,keyasint,omitempty"`
+	// Records: a record's agent, sequence number and bytes, or a meta name
+	// (Agent) and value (Data).
+	Agent string `cbor:"5,keyasint,omitempty"`
+	Seq   uint64 `cbor:"6,keyasint,omitempty"`
+	// Status.
+	Status *Status `cbor:"7,keyasint,omitempty"`
+}
+
+// Status says who holds a store.
+type Status struct {
+	PID     int      `cbor:"1,keyasint"`
+	Holder  string   `cbor:"2,keyasint"` // "agentstate serve", "runtime", ...
+	Since   int64    `cbor:"3,keyasint"` // Unix seconds
+	Store   string   `cbor:"4,keyasint"`
+	Listen  []string `cbor:"5,keyasint,omitempty"`
+	Exec    bool     `cbor:"6,keyasint,omitempty"`
+	Clients int      `cbor:"7,keyasint,omitempty"`
+	Version string   `cbor:"8,keyasint,omitempty"`
+}
+
+// ExecStart opens an Exec stream: the command line and the client's
+// surroundings, which the server uses in place of its own.
+type ExecStart struct {
+	Args      []string `cbor:"1,keyasint"`
+	Dir       string   `cbor:"2,keyasint"`
+	Env       []string `cbor:"3,keyasint,omitempty"` // KEY=VALUE, only what the command reads
+	StdoutTTY bool     `cbor:"4,keyasint,omitempty"`
+	Width     int      `cbor:"5,keyasint,omitempty"`
+}
+
+// ExecIn is a client's message after ExecStart: stdin bytes the server asked
+// for, or EOF.
+type ExecIn struct {
+	Data []byte `cbor:"1,keyasint,omitempty"`
+	EOF  bool   `cbor:"2,keyasint,omitempty"`
+}
+
+// ExecOut is a server's message on an Exec stream: output on stream 1
+// (stdout) or 2 (stderr), a request for up to Want bytes of stdin, or the
+// exit code (Done).
+type ExecOut struct {
+	Stream int    `cbor:"1,keyasint,omitempty"`
+	Data   []byte `cbor:"2,keyasint,omitempty"`
+	Want   int    `cbor:"3,keyasint,omitempty"`
+	Done   bool   `cbor:"4,keyasint,omitempty"`
+	Code   int    `cbor:"5,keyasint,omitempty"`
+}
+
+// Encoding is the drpc encoding of every message.
+var Encoding drpc.Encoding = codec{}
+
+type codec struct{}
+
+var (
+	encMode cbor.EncMode
+	decMode cbor.DecMode
+)
+
+func init() {
+	var err error
+	if encMode, err = (cbor.EncOptions{Sort: cbor.SortCoreDeterministic}).EncMode(); err != nil {
+		panic(err)
+	}
+	// Requests come from anyone who can reach a listener: refuse what a
+	// well-formed message never holds before allocating for it.
+	decMode, err = (cbor.DecOptions{
+		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
+		IndefLength:      cbor.IndefLengthForbidden,
+		TagsMd:           cbor.TagsForbidden,
+		MaxNestedLevels:  8,
+		MaxArrayElements: 1 << 20,
+		MaxMapPairs:      64,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+	}).DecMode()
+	if err != nil {
+		panic(err)
+	}
+}
+
+func (codec) Marshal(m drpc.Message) ([]byte, error) { return encMode.Marshal(m) }
+
+func (codec) Unmarshal(b []byte, m drpc.Message) error {
+	if err := decMode.Unmarshal(b, m); err != nil {
+		return ErrMalformed{err}
+	}
+	return nil
+}
+
+// ErrMalformed is a message that does not decode.
+type ErrMalformed struct{ Err error }
+
+func (e ErrMalformed) Error() string { return "malformed message: " + e.Err.Error() }
+func (e ErrMalformed) Unwrap() error { return e.Err }
+
+// IsMalformed reports whether err is a message that did not decode.
+func IsMalformed(err error) bool {
+	var m ErrMalformed
+	return errors.As(err, &m)
+}
