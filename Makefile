@@ -8,11 +8,16 @@ PKGS     := ./...
 
 all: build
 
+# agentstate is the small front end every command starts (static, stripped:
+# it must start as fast as a hello-world program); agentstate-engine beside it
+# runs commands when no server holds the store, and serves.
 build:
-	$(GO) build -o $(BIN) ./cmd/agentstate
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/agentstate
+	$(GO) build -o $(BIN)-engine ./cmd/agentstate-engine
 
 install:
-	$(GO) install ./cmd/agentstate
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags='-s -w' ./cmd/agentstate
+	$(GO) install ./cmd/agentstate-engine
 
 # Everything the tests need that is not a Go module: the ENS contracts from npm.
 test-deps:

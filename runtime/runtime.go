@@ -1,11 +1,14 @@
 package runtime
 
 import (
+	"crypto/tls"
+
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	reposerver "github.com/agentstate/agentstate/dag/repo/remote"
 	"os"
 	"path/filepath"
 	"sync"
@@ -62,6 +65,29 @@ type Options struct {
 	// OnSnapshot, if set, is called with every snapshot outcome, from a
 	// queue worker goroutine. It must not block for long.
 	OnSnapshot func(SnapshotEvent)
+
+	// NoServe turns off serving. By default the runtime serves the store it
+	// holds on the Unix socket in the store directory, so that the
+	// agentstate command and Go programs (dag/repo/remote) inspect, time
+	// travel and fork the live brain; Serve tunes it.
+	NoServe bool
+	Serve   ServeOptions
+}
+
+// ServeOptions tune the runtime's server (dag/repo/remote).
+type ServeOptions struct {
+	// Listen also serves the repository API on TCP (HOST:PORT); Tokens
+	// (read-write) and ReadTokens (read-only) are the bearer tokens a TCP
+	// client must present; TLS, if set, encrypts it.
+	Listen     string
+	Tokens     []string
+	ReadTokens []string
+	TLS        *tls.Config
+	// Exec lets the agentstate command run whole command lines in this
+	// process (fast: no engine start, the runtime's caches warm). Set it to
+	// runtime/cliexec.Exec, which links the command line into the program.
+	// Without it, commands go through the repository API.
+	Exec reposerver.ExecFunc
 }
 
 // Runtime runs agents' tasks over one store. It is safe for concurrent use.
@@ -75,6 +101,7 @@ type Runtime struct {
 	snap     Snapshotter
 	restorer Restorer
 	queue    *queue
+	server   *reposerver.Server
 
 	agents sync.Map // agent name → *agentState
 	dirs   sync.Map // absolute working directory → *dirState
@@ -152,6 +179,15 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		return fail(fmt.Errorf("runtime: snapshots need both Options.Cipher and Options.Blobs"))
 	}
 	rt.queue = newQueue(rt.snap, opts.Queue, opts.OnSnapshot)
+	if !opts.NoServe && !opts.InMemory {
+		srv, err := reposerver.Start(r, reposerver.Options{Holder: "runtime", Exec: opts.Serve.Exec, Listen: opts.Serve.Listen,
+			Tokens: opts.Serve.Tokens, ReadTokens: opts.Serve.ReadTokens, TLS: opts.Serve.TLS})
+		if err != nil {
+			rt.queue.close(ctx)
+			return fail(fmt.Errorf("runtime: serving the store: %w", err))
+		}
+		rt.server = srv
+	}
 	return rt, nil
 }
 
@@ -203,6 +239,9 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	rt.mu.Unlock()
 	rt.tasks.Wait()
 	rt.queue.close(ctx)
+	if rt.server != nil {
+		rt.server.Close() // before the store: served calls end first
+	}
 	if err := rt.repo.Close(); err != nil {
 		rt.closeEr = fmt.Errorf("runtime: closing store: %w", err)
 	}

@@ -136,5 +136,3 @@ func clientTLS(caFile string) (*tls.Config, error) {
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
 }
-
-

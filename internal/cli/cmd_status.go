@@ -26,7 +26,7 @@ type statusJSON struct {
 	PID     int         `json:"pid,omitempty"`
 	Since   string      `json:"since,omitempty"`
 	Listen  []string    `json:"listen,omitempty"`
-	Clients int         `json:"clients,omitempty"`
+	Clients int         `json:"connections,omitempty"`
 	Exec    bool        `json:"exec,omitempty"`
 	Note    string      `json:"note,omitempty"`
 	Agents  []agentJSON `json:"agents"`
@@ -54,7 +54,7 @@ func (e *env) runStatus(c *cli.Context) error {
 	if st != nil {
 		out.Served, out.Holder, out.PID, out.Exec, out.Listen = true, st.Holder, st.PID, st.Exec, st.Listen
 		out.Since = time.Unix(st.Since, 0).UTC().Format(time.RFC3339)
-		out.Clients = st.Clients - 1 // not counting this command
+		out.Clients = st.Clients
 	}
 	err = e.withRepoRead(func(r *repo.Repo) error {
 		heads, err := r.Refs.Agents(e.ctx)
@@ -83,7 +83,7 @@ func (e *env) runStatus(c *cli.Context) error {
 		if len(out.Listen) > 0 {
 			fmt.Fprintf(e.stdout, "listen   %s\n", strings.Join(out.Listen, ", "))
 		}
-		fmt.Fprintf(e.stdout, "clients  %d other\n", max(out.Clients, 0))
+		fmt.Fprintf(e.stdout, "clients  %d connection(s), this command's included\n", out.Clients)
 	} else {
 		fmt.Fprintf(e.stdout, "served   no (commands open the store themselves)\n")
 	}

@@ -33,7 +33,7 @@ const (
 	RPCGet         = "/agentstate.v1/Get"
 	RPCHas         = "/agentstate.v1/Has"
 	RPCPut         = "/agentstate.v1/Put"
-	RPCAllCIDs     = "/agentstate.v1/AllCIDs"    // stream
+	RPCAllCIDs     = "/agentstate.v1/AllCIDs" // stream
 	RPCPrefix      = "/agentstate.v1/CIDsWithPrefix"
 	RPCHead        = "/agentstate.v1/HeadRecord"
 	RPCSwapHead    = "/agentstate.v1/SwapHead"
@@ -164,12 +164,12 @@ func init() {
 	// Requests come from anyone who can reach a listener: refuse what a
 	// well-formed message never holds before allocating for it.
 	decMode, err = (cbor.DecOptions{
-		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
-		IndefLength:      cbor.IndefLengthForbidden,
-		TagsMd:           cbor.TagsForbidden,
-		MaxNestedLevels:  8,
-		MaxArrayElements: 1 << 20,
-		MaxMapPairs:      64,
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		IndefLength:       cbor.IndefLengthForbidden,
+		TagsMd:            cbor.TagsForbidden,
+		MaxNestedLevels:   8,
+		MaxArrayElements:  1 << 20,
+		MaxMapPairs:       64,
 		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
 	}).DecMode()
 	if err != nil {

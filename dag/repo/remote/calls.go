@@ -1,8 +1,8 @@
 package remote
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 

@@ -74,12 +74,12 @@ type Options struct {
 	Exec ExecFunc
 	// Listen is an optional TCP address. A TCP client must present one of
 	// the tokens; ReadTokens allow only reads.
-	Listen      string
-	Tokens      []string
-	ReadTokens  []string
-	TLS         *tls.Config // nil: plain TCP
-	NoSocket    bool        // do not listen on the Unix socket (tests)
-	Logf        func(format string, args ...any)
+	Listen     string
+	Tokens     []string
+	ReadTokens []string
+	TLS        *tls.Config // nil: plain TCP
+	NoSocket   bool        // do not listen on the Unix socket (tests)
+	Logf       func(format string, args ...any)
 }
 
 // Server serves one repository.

@@ -1,0 +1,15 @@
+// Command agentstate is the git-like command line of the agentstate store:
+// time-travel debugging, undo, fork and audit of an agent's brain.
+//
+// It is deliberately small (internal/front): against a served store it
+// hands the command line to the server; otherwise it runs the engine,
+// agentstate-engine, which must be installed beside it.
+package main
+
+import (
+	"os"
+
+	"github.com/agentstate/agentstate/internal/front"
+)
+
+func main() { os.Exit(front.Main()) }
