@@ -13,7 +13,8 @@ func newLogCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "log", Usage: "show history, newest first", ArgsUsage: "[REV]",
 		Flags: []cli.Flag{&cli.IntFlag{Name: "n", Value: -1, Usage: "show at most N commits"},
 			&cli.StringFlag{Name: "path", Usage: "only commits that changed KEY"},
-			&cli.BoolFlag{Name: "oneline", Usage: "one line per commit"}, jsonFlag},
+			&cli.BoolFlag{Name: "oneline", Usage: "one line per commit"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing commits as HEAD moves (a served store; Ctrl-C stops)"}, jsonFlag},
 		Action: e.runLog}
 }
 
@@ -29,6 +30,10 @@ func (e *env) runLog(c *cli.Context) error {
 		}
 	}
 	limit := c.Int("n")
+	follow := c.Bool("follow")
+	if follow && (c.Bool("json") || c.NArg() > 0) {
+		return usagef("log --follow follows HEAD, printing as it goes: no REV, no --json")
+	}
 	return e.withRepoRead(func(r *repo.Repo) error {
 		start, err := r.Resolve(e.ctx, e.agent, rev)
 		if err != nil {
@@ -76,6 +81,81 @@ func (e *env) runLog(c *cli.Context) error {
 			}
 			return e.writeJSON(out)
 		}
+		if follow {
+			return e.followLog(r, head.Commit, path, c.Bool("oneline"), n)
+		}
 		return nil
 	})
+}
+
+// followLog prints, each time the agent's HEAD moves, the commits the move
+// added (newest first, as log prints), or says where HEAD went when it moved
+// elsewhere (undo, reset, restore). It returns when the command is
+// interrupted or the server goes away.
+func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline bool, printed int) error {
+	if r.Dir != "" && !e.isServed(r) {
+		fmt.Fprintf(e.stderr, "agentstate: note: nothing serves this store, so nothing else can move HEAD while this command holds it; following anyway\n")
+	}
+	for h, err := range r.WatchHead(e.ctx, e.agent) {
+		if err != nil {
+			return err
+		}
+		if h.Commit.IsZero() || h.Commit == last {
+			continue
+		}
+		var added []dag.LogEntry
+		reached := last.IsZero()
+		for le, err := range dag.Log(e.ctx, r.Blocks, h.Commit) {
+			if err != nil {
+				return err
+			}
+			if le.CID == last {
+				reached = true
+				break
+			}
+			if len(added) == 1000 {
+				break
+			}
+			added = append(added, le)
+		}
+		if !reached {
+			fmt.Fprintf(e.stdout, "%s HEAD moved to %s (not a descendant of %s: undo, reset or restore)\n", e.paint("31", "--"), h.Commit.Short(), last.Short())
+			added = added[:min(len(added), 1)]
+		}
+		for _, le := range added {
+			if path != "" {
+				ok, err := dag.TouchesKey(e.ctx, r.Blocks, le.Commit, path)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+			}
+			if oneline {
+				fmt.Fprintf(e.stdout, "%s %s\n", e.paint("33", le.CID.Short()), firstLine(le.Commit.Message))
+			} else {
+				if printed > 0 {
+					fmt.Fprintln(e.stdout)
+				}
+				e.printCommit(le, le.CID == h.Commit)
+			}
+			printed++
+		}
+		last = h.Commit
+	}
+	if e.ctx.Err() != nil {
+		return nil // interrupted: the normal way to stop
+	}
+	return nil
+}
+
+// isServed reports whether other processes can move r's HEADs: the command
+// runs in a server, or goes through one.
+func (e *env) isServed(r *repo.Repo) bool {
+	if e.served != nil {
+		return true
+	}
+	_, ok := r.Storage.(repo.HeadWatcher)
+	return ok
 }
