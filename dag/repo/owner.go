@@ -180,20 +180,42 @@ func (r *Repo) Edit(ctx context.Context, req EditRequest) (objects.CID, error) {
 }
 
 // Reset moves an agent's HEAD to target (any commit in the store) and logs
-// it. Resetting to where HEAD is returns ErrNoChange.
+// it. Resetting to where HEAD is returns ErrNoChange. HEAD ends at target
+// even when another writer (a live runtime) moves it meanwhile.
 func (r *Repo) Reset(ctx context.Context, agent string, target objects.CID) (refs.Entry, error) {
-	h, err := r.Refs.Head(ctx, agent)
-	if err != nil {
-		return refs.Entry{}, err
-	}
-	if target == h.Commit {
-		return refs.Entry{}, ErrNoChange
-	}
 	if _, err := r.Commit(ctx, target); err != nil {
 		return refs.Entry{}, err
 	}
-	return r.Refs.Move(ctx, refs.Move{Agent: agent, Old: h.Commit, New: target, Op: refs.OpReset, Time: r.Now()})
+	return retryMoved(ctx, func() (refs.Entry, error) {
+		h, err := r.Refs.Head(ctx, agent)
+		if err != nil {
+			return refs.Entry{}, err
+		}
+		if target == h.Commit {
+			return refs.Entry{}, ErrNoChange
+		}
+		return r.Refs.Move(ctx, refs.Move{Agent: agent, Old: h.Commit, New: target, Op: refs.OpReset, Time: r.Now()})
+	})
 }
+
+// retryMoved runs an operation that reads HEAD and then moves it again each
+// time another writer moved HEAD in between (refs.ErrConflict): what the
+// operation does is decided against the HEAD it finally lands on.
+// It gives up after maxMoveRetries, saying so: a writer landing faster than
+// the operation can read the log.
+func retryMoved[T any](ctx context.Context, op func() (T, error)) (T, error) {
+	for i := 0; ; i++ {
+		v, err := op()
+		if !errors.Is(err, refs.ErrConflict) || ctx.Err() != nil {
+			return v, err
+		}
+		if i == maxMoveRetries {
+			return v, fmt.Errorf("%w; HEAD moved %d times while this operation read it (another writer lands faster): try again, or pause the writer", err, i+1)
+		}
+	}
+}
+
+const maxMoveRetries = 31
 
 // Undone is the outcome of an undo or a redo: the operation it reverted or
 // re-applied, and the log entry of the undo or redo itself.
@@ -203,7 +225,8 @@ type Undone struct {
 }
 
 // Undo moves HEAD back to where the newest not-yet-undone operation found
-// it; Redo re-applies the newest undone operation. Both are logged.
+// it; Redo re-applies the newest undone operation. Both are logged. The
+// operation undone is the newest when the undo lands.
 func (r *Repo) Undo(ctx context.Context, agent string) (Undone, error) {
 	return r.undoRedo(ctx, agent, false)
 }
@@ -214,6 +237,12 @@ func (r *Repo) Redo(ctx context.Context, agent string) (Undone, error) {
 }
 
 func (r *Repo) undoRedo(ctx context.Context, agent string, redo bool) (Undone, error) {
+	// The newest operation when the undo lands is the one undone: against a
+	// live runtime, a landing between the read and the move makes it retry.
+	return retryMoved(ctx, func() (Undone, error) { return r.undoRedoOnce(ctx, agent, redo) })
+}
+
+func (r *Repo) undoRedoOnce(ctx context.Context, agent string, redo bool) (Undone, error) {
 	entries, err := r.Refs.Entries(ctx, agent)
 	if err != nil {
 		return Undone{}, err

@@ -5,12 +5,19 @@ import (
 	"os"
 	"testing"
 
+	"github.com/agentstate/agentstate/internal/front"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// TestMain makes the test binary every program a script runs: agentstate
+// is the real front end (internal/front), which hands command lines to a
+// server or starts agentstate-engine (this package's Main), exactly as the
+// installed binaries do; agentstate-runtime is a runtime landing tasks.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"agentstate": func() { os.Exit(Main(context.Background(), os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"agentstate":         func() { os.Exit(front.Main()) },
+		front.Engine:         func() { os.Exit(Main(context.Background(), os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"agentstate-runtime": func() { os.Exit(runtimeFixture(os.Args[1:])) },
 	})
 }
 

@@ -138,7 +138,12 @@ func (c fdConn) Write(p []byte) (int, error) {
 	return off, nil
 }
 
-func (c fdConn) Close() error { return syscall.Close(c.fd) }
+// Close shuts the socket down before closing it: a read blocked in another
+// goroutine (drpc's reader) returns at once, which closing alone does not do.
+func (c fdConn) Close() error {
+	syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
+	return syscall.Close(c.fd)
+}
 
 func dial(sock string) (fdConn, error) {
 	addr, release, err := rpcwire.SocketAddr(sock)

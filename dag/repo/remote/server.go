@@ -30,6 +30,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,7 +202,8 @@ func (s *Server) serve(ctx context.Context, l net.Listener, local bool) {
 	srv := drpcserver.NewWithOptions(&handler{s: s, local: local}, drpcserver.Options{
 		Manager: ManagerOptions(),
 		Log: func(err error) {
-			if s.opts.Logf != nil {
+			// A client that goes away is not news.
+			if s.opts.Logf != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "EOF") {
 				s.opts.Logf("serve: %v", err)
 			}
 		},
