@@ -3,8 +3,8 @@ package cli
 import (
 	"bufio"
 	"context"
-	"errors"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
