@@ -72,6 +72,9 @@ func (rt *Runtime) RunDirTask(ctx context.Context, agent string, task Task, dir 
 		return nil, stats, err
 	}
 	defer rt.leave()
+	// A gc run through the server waits for the task's blocks to land
+	// (a task must not start another task: the gate does not nest).
+	defer rt.repo.HoldWrites()()
 	ds := rt.dir(abs)
 	select {
 	case ds.sem <- struct{}{}:

@@ -268,6 +268,9 @@ func (rt *Runtime) RunTask(ctx context.Context, agent string, task Task, fn func
 		return nil, err
 	}
 	defer rt.leave()
+	// A gc run through the server waits for the task's blocks to land
+	// (a task must not start another task: the gate does not nest).
+	defer rt.repo.HoldWrites()()
 	tx, err := rt.begin(ctx, agent, task)
 	if err != nil {
 		return nil, err

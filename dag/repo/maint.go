@@ -87,11 +87,29 @@ type GCReport struct {
 	BytesFreed    int64
 }
 
+// Collector is an optional ability of a Storage that collects its own
+// garbage: a served store's client, whose server runs GC beside its writers.
+type Collector interface {
+	GC(ctx context.Context, dryRun bool) (GCReport, error)
+}
+
 // GC deletes every block that no HEAD and no operation-log entry reaches. It
 // refuses to run when the reachable graph has missing or corrupt blocks
 // (verify first), since it could not tell what those would have reached.
+//
+// In a served store gc runs beside writers: it waits for the writers in
+// flight in this process and holds new ones back while it runs (see
+// HoldWrites); the caller must not hold the gate itself.
 func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
+	if c, ok := r.Storage.(Collector); ok {
+		return c.GC(ctx, dryRun) // a served store collects in its server
+	}
 	var rep GCReport
+	release, err := r.gate.exclusive(ctx)
+	if err != nil {
+		return rep, err
+	}
+	defer release()
 	roots, err := r.Roots(ctx)
 	if err != nil {
 		return rep, err

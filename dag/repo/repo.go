@@ -39,6 +39,7 @@ type Repo struct {
 
 	leafCache *leafCache
 	statMem   *export.MemMeta // StatCache of storage not on disk
+	gate      *gate           // gc against writers in flight (gate.go)
 }
 
 // WithClock returns a view of r whose commits take their time from now: the
@@ -76,7 +77,7 @@ func New(s Storage) *Repo { return wrap("", s) }
 
 func wrap(dir string, s Storage) *Repo {
 	return &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: s, Tape: tape.New(s), Now: Now,
-		leafCache: &leafCache{}, statMem: &export.MemMeta{}}
+		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}}
 }
 
 // StatCacheStore holds the stat caches of brain directories (export's

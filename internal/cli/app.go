@@ -45,6 +45,7 @@ type env struct {
 	// served is the repository of the server running this command for a
 	// client (Exec); nil when the command opens the store itself.
 	served *repo.Repo
+	runsGC bool // the command is gc, which must not hold the write gate it waits on
 }
 
 // Main runs the command line args and returns the exit code.

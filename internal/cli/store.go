@@ -103,6 +103,10 @@ func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
 		if _, err := e.storeDir(); err != nil {
 			return err
 		}
+		if !readOnly && !e.runsGC {
+			// Writers in flight keep a gc that runs beside them off their blocks.
+			defer e.served.HoldWrites()()
+		}
 		return fn(e.served.WithClock(func() int64 { return repo.NowFrom(e.getenv) }))
 	}
 	if e.remoteFlag != "" {

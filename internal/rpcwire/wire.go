@@ -46,12 +46,13 @@ const (
 	RPCMetaPrefix  = "/agentstate.v1/MetaPrefix" // stream
 	RPCDeleteMeta  = "/agentstate.v1/DeleteMetaPrefix"
 	RPCWatch       = "/agentstate.v1/WatchHeads" // stream
-	RPCExec        = "/agentstate.v1/Exec"       // bidirectional stream
+	RPCGC          = "/agentstate.v1/GC"
+	RPCExec        = "/agentstate.v1/Exec" // bidirectional stream
 )
 
 // Writes lists the RPCs a read-only token may not call.
 var Writes = map[string]bool{
-	RPCPut: true, RPCSwapHead: true, RPCAppendLines: true, RPCSetMeta: true, RPCDeleteMeta: true, RPCExec: true,
+	RPCPut: true, RPCSwapHead: true, RPCGC: true, RPCAppendLines: true, RPCSetMeta: true, RPCDeleteMeta: true, RPCExec: true,
 }
 
 // Error codes carried with an RPC's error (drpcerr). A client maps them back
@@ -84,6 +85,7 @@ type Req struct {
 	Name   string   `cbor:"10,keyasint,omitempty"`
 	Value  []byte   `cbor:"11,keyasint,omitempty"`
 	Prefix []byte   `cbor:"12,keyasint,omitempty"`
+	DryRun bool     `cbor:"13,keyasint,omitempty"`
 }
 
 // Block is a CID and its bytes.
@@ -104,6 +106,10 @@ type Resp struct {
 	Seq   uint64 `cbor:"6,keyasint,omitempty"`
 	// Status.
 	Status *Status `cbor:"7,keyasint,omitempty"`
+	// GC: blocks kept and deleted, bytes freed.
+	Kept    uint64 `cbor:"8,keyasint,omitempty"`
+	Deleted uint64 `cbor:"9,keyasint,omitempty"`
+	Freed   uint64 `cbor:"10,keyasint,omitempty"`
 }
 
 // Status says who holds a store.

@@ -55,6 +55,7 @@ var calls = map[string]call{
 			}
 			blocks = append(blocks, objects.Block{CID: c, Data: b.Data})
 		}
+		s.r.NoteRemoteWrite() // before the blocks land: gc keeps off them
 		if err := s.r.Blocks.Put(ctx, blocks...); err != nil {
 			return err
 		}
@@ -218,6 +219,13 @@ var calls = map[string]call{
 			return err
 		}
 		return send(&rpcwire.Resp{OK: true})
+	},
+	rpcwire.RPCGC: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		rep, err := s.r.GC(ctx, q.DryRun)
+		if err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{Kept: uint64(rep.Kept), Deleted: uint64(rep.Deleted), Freed: uint64(rep.BytesFreed)})
 	},
 	// WatchHeads sends every agent's HEAD record now, then again each time
 	// any HEAD moves, until the client goes away.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/rpcwire"
 	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
@@ -475,4 +476,13 @@ func (c *Client) WatchHeads(ctx context.Context) iter.Seq2[*refs.Record, error] 
 			}
 		}
 	}
+}
+
+// GC runs gc in the server, beside its writers (a repo.Collector).
+func (c *Client) GC(ctx context.Context, dryRun bool) (repo.GCReport, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCGC, &rpcwire.Req{DryRun: dryRun})
+	if err != nil {
+		return repo.GCReport{}, err
+	}
+	return repo.GCReport{Kept: int(r.Kept), Deleted: int(r.Deleted), BytesFreed: int64(r.Freed)}, nil
 }
