@@ -76,6 +76,25 @@ else
 fi
 run snapshots
 
+say "Serve the store: one process holds it, every command goes through it"
+"$bin" serve 2>serve.log & server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 50); do "$bin" status 2>/dev/null | grep -q 'served   by' && break; sleep 0.1; done
+run status
+say "A live writer lands a commit every 0.3 s; log --follow prints them as they land"
+( for i in 1 2 3 4 5; do sleep 0.3; echo "{\"step\": $i}" | "$bin" put -m "live step $i" state/live.json >/dev/null; done ) &
+writer=$!
+printf '$ agentstate log --oneline --follow   (stopped after 2.5 s)\n'
+timeout 2.5 "$bin" log --oneline -n 3 --follow || true
+wait $writer
+say "Time travel, diff, fork and verify against the live store"
+run diff -p HEAD~2 HEAD
+run checkout HEAD~3 live-view
+run fork live-copy
+run verify
+kill -TERM $server; wait $server 2>/dev/null || true; trap - EXIT
+run status
+
 say "The runtime: a Hermes-style task loop embedding agentstate (examples/hermes)"
 (cd "$repo" && go run ./examples/hermes -dir "$work/hermes")
 run --store "$work/hermes/store" --agent lumen log --oneline -n 8
