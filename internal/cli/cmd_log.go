@@ -49,31 +49,21 @@ func (e *env) runLog(c *cli.Context) error {
 			if limit >= 0 && n >= limit {
 				break
 			}
-			if path != "" {
-				ok, err := dag.TouchesKey(e.ctx, r.Blocks, le.Commit, path)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					continue
-				}
+			if ok, err := touches(e, r, le, path); err != nil {
+				return err
+			} else if !ok {
+				continue
 			}
 			n++
-			switch {
-			case c.Bool("json"):
+			if c.Bool("json") {
 				j, err := e.logJSON(r, le)
 				if err != nil {
 					return err
 				}
 				out = append(out, j)
-			case c.Bool("oneline"):
-				fmt.Fprintf(e.stdout, "%s %s\n", e.paint("33", le.CID.Short()), firstLine(le.Commit.Message))
-			default:
-				if n > 1 {
-					fmt.Fprintln(e.stdout)
-				}
-				e.printCommit(le, le.CID == head.Commit)
+				continue
 			}
+			e.printLogEntry(le, c.Bool("oneline"), n, head.Commit)
 		}
 		if c.Bool("json") {
 			if out == nil {
@@ -123,24 +113,13 @@ func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline boo
 			added = added[:min(len(added), 1)]
 		}
 		for _, le := range added {
-			if path != "" {
-				ok, err := dag.TouchesKey(e.ctx, r.Blocks, le.Commit, path)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					continue
-				}
-			}
-			if oneline {
-				fmt.Fprintf(e.stdout, "%s %s\n", e.paint("33", le.CID.Short()), firstLine(le.Commit.Message))
-			} else {
-				if printed > 0 {
-					fmt.Fprintln(e.stdout)
-				}
-				e.printCommit(le, le.CID == h.Commit)
+			if ok, err := touches(e, r, le, path); err != nil {
+				return err
+			} else if !ok {
+				continue
 			}
 			printed++
+			e.printLogEntry(le, oneline, printed, h.Commit)
 		}
 		last = h.Commit
 	}
@@ -158,4 +137,24 @@ func (e *env) isServed(r *repo.Repo) bool {
 	}
 	_, ok := r.Storage.(repo.HeadWatcher)
 	return ok
+}
+
+// touches reports whether le changed path ("" matches every commit).
+func touches(e *env, r *repo.Repo, le dag.LogEntry, path string) (bool, error) {
+	if path == "" {
+		return true, nil
+	}
+	return dag.TouchesKey(e.ctx, r.Blocks, le.Commit, path)
+}
+
+// printLogEntry prints the n-th commit of a log (1-based), marking HEAD.
+func (e *env) printLogEntry(le dag.LogEntry, oneline bool, n int, head objects.CID) {
+	if oneline {
+		fmt.Fprintf(e.stdout, "%s %s\n", e.paint("33", le.CID.Short()), firstLine(le.Commit.Message))
+		return
+	}
+	if n > 1 {
+		fmt.Fprintln(e.stdout)
+	}
+	e.printCommit(le, le.CID == head)
 }
