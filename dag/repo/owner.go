@@ -152,6 +152,13 @@ func (r *Repo) Edit(ctx context.Context, req EditRequest) (objects.CID, error) {
 	if err := refs.ValidateAgent(req.Agent); err != nil {
 		return objects.CID{}, err
 	}
+	// Another writer moving HEAD between the read and the swap makes the
+	// edit start again from the new HEAD: an edit is relative (this key,
+	// this value), so it applies to any HEAD.
+	return retryMoved(ctx, func() (objects.CID, error) { return r.editOnce(ctx, req) })
+}
+
+func (r *Repo) editOnce(ctx context.Context, req EditRequest) (objects.CID, error) {
 	head, hc, err := r.HeadCommit(ctx, req.Agent)
 	if err != nil {
 		return objects.CID{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"errors"
 	"fmt"
@@ -46,7 +47,12 @@ type env struct {
 	// client (Exec); nil when the command opens the store itself.
 	served *repo.Repo
 	runsGC bool // the command is gc, which must not hold the write gate it waits on
+	// action is the command the parse chose, run after parsing (see main).
+	action func() error
 }
+
+// parseMu serialises command-line parsing within a process (see env.main).
+var parseMu sync.Mutex
 
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -94,7 +100,16 @@ func (e *env) main(args []string) int {
 	if e.served != nil {
 		args = envFlags(app, args, e.getenv)
 	}
+	// urfave/cli keeps state in package globals (its help flag, go-ethereum's
+	// flag printer) that parsing writes; a server parses several command lines
+	// at once. So parsing (and help) runs under one lock, and the command's
+	// action, recorded by the parse, runs after it, concurrently with others.
+	parseMu.Lock()
 	err := app.RunContext(e.ctx, args)
+	parseMu.Unlock()
+	if err == nil && e.action != nil {
+		err = e.action()
+	}
 	if err == nil {
 		return 0
 	}
@@ -144,6 +159,11 @@ func newApp(e *env) *cli.App {
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = onUsageError // flag errors of every command are usage errors
+		act := c.Action
+		c.Action = func(c *cli.Context) error {
+			e.action = func() error { return act(c) }
+			return nil
+		}
 	}
 	return app
 }

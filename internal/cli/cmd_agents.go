@@ -9,7 +9,7 @@ import (
 )
 
 func newAgentsCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "agents", Usage: "list agents", ArgsUsage: " ", Flags: []cli.Flag{jsonFlag}, Action: e.runAgents}
+	return &cli.Command{Name: "agents", Usage: "list agents", ArgsUsage: " ", Flags: []cli.Flag{jsonFlag()}, Action: e.runAgents}
 }
 
 type agentJSON struct {

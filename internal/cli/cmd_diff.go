@@ -11,7 +11,7 @@ import (
 
 func newDiffCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD)", ArgsUsage: "REV [REV2]",
-		Flags:  []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary"}, patchFlag, jsonFlag},
+		Flags:  []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary"}, patchFlag(), jsonFlag()},
 		Action: e.runDiff}
 }
 

@@ -8,7 +8,7 @@ import (
 
 func newGetCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "get", Usage: "print one key's value", ArgsUsage: "KEY",
-		Flags: []cli.Flag{atFlag(), jsonFlag}, Action: e.runGet}
+		Flags: []cli.Flag{atFlag(), jsonFlag()}, Action: e.runGet}
 }
 
 func (e *env) runGet(c *cli.Context) error {

@@ -14,7 +14,7 @@ func newLogCommand(e *env) *cli.Command {
 		Flags: []cli.Flag{&cli.IntFlag{Name: "n", Value: -1, Usage: "show at most N commits"},
 			&cli.StringFlag{Name: "path", Usage: "only commits that changed KEY"},
 			&cli.BoolFlag{Name: "oneline", Usage: "one line per commit"},
-			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing commits as HEAD moves (a served store; Ctrl-C stops)"}, jsonFlag},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing commits as HEAD moves (a served store; Ctrl-C stops)"}, jsonFlag()},
 		Action: e.runLog}
 }
 

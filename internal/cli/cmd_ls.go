@@ -12,7 +12,7 @@ import (
 func newLsCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "ls", Usage: "list keys", ArgsUsage: "[PREFIX]",
 		Flags: []cli.Flag{atFlag(),
-			&cli.BoolFlag{Name: "long", Aliases: []string{"l"}, Usage: "show value CID and size"}, jsonFlag},
+			&cli.BoolFlag{Name: "long", Aliases: []string{"l"}, Usage: "show value CID and size"}, jsonFlag()},
 		Action: e.runLs}
 }
 

@@ -13,7 +13,7 @@ func newPushCommand(e *env) *cli.Command {
 			&cli.IntFlag{Name: "epochs", Usage: "Walrus epochs to store for", EnvVars: []string{"AGENTSTATE_WALRUS_EPOCHS"}},
 			&cli.BoolFlag{Name: "permanent", Usage: "store a permanent (not deletable) blob"},
 			&cli.StringFlag{Name: "eth-key", Usage: "hex secp256k1 key file that signs the ENS update", EnvVars: []string{"AGENTSTATE_ETH_KEY"}},
-			jsonFlag}, walrusFlags()...),
+			jsonFlag()}, walrusFlags()...),
 		Action: e.runPush}
 }
 

@@ -27,7 +27,7 @@ func newReceiptsCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "verify", Usage: "verify every receipt; exit 1 if any fails"},
 			&cli.StringSliceFlag{Name: "pub", Usage: "trusted operator public key: FILE or 64 hex digits (repeatable; default: the keys recorded in the store)"},
 			&cli.StringFlag{Name: "file", Usage: "read receipts.ndjson from FILE ('-' for stdin) instead of the store"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: e.runReceipts,
 	}

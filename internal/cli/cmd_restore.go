@@ -19,7 +19,7 @@ func newRestoreCommand(e *env) *cli.Command {
 		Flags: append([]cli.Flag{keyFlag(),
 			&cli.StringFlag{Name: "blob", Usage: "blob id to restore instead of the pointer's"},
 			&cli.StringFlag{Name: "expect", Usage: "refuse unless the bundle hash is this 0x... value"},
-			jsonFlag}, walrusFlags()...),
+			jsonFlag()}, walrusFlags()...),
 		Action: e.runRestore}
 }
 

@@ -12,7 +12,7 @@ import (
 
 func newShowCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "show", Usage: "show a commit and what it changed, or REV:KEY's value", ArgsUsage: "REV[:KEY]",
-		Flags: []cli.Flag{patchFlag, jsonFlag}, Action: e.runShow}
+		Flags: []cli.Flag{patchFlag(), jsonFlag()}, Action: e.runShow}
 }
 
 func (e *env) runShow(c *cli.Context) error {

@@ -16,7 +16,7 @@ import (
 
 func newStatusCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "status", Usage: "who holds the store, since when, and the agents' HEADs", ArgsUsage: " ",
-		Flags: []cli.Flag{jsonFlag}, Action: e.runStatus}
+		Flags: []cli.Flag{jsonFlag()}, Action: e.runStatus}
 }
 
 type statusJSON struct {

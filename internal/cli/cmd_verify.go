@@ -9,7 +9,7 @@ import (
 
 func newVerifyCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "verify", Usage: "re-hash every reachable block and check every operation log", ArgsUsage: " ",
-		Flags: []cli.Flag{jsonFlag}, Action: e.runVerify}
+		Flags: []cli.Flag{jsonFlag()}, Action: e.runVerify}
 }
 
 func (e *env) runVerify(c *cli.Context) error {

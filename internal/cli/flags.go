@@ -5,9 +5,15 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON (shape documented in docs/cli.md)"}
+// Flags are made afresh for every command line: a server runs several at once,
+// and urfave/cli writes into its flags while parsing.
+func jsonFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON (shape documented in docs/cli.md)"}
+}
 
-var patchFlag = &cli.BoolFlag{Name: "patch", Aliases: []string{"p"}, Usage: "show line diffs of text values"}
+func patchFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "patch", Aliases: []string{"p"}, Usage: "show line diffs of text values"}
+}
 
 // messageFlag is -m/--message of the commands that make a commit.
 func messageFlag() cli.Flag {

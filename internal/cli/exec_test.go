@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/remote"
+)
+
+// A server runs many clients' command lines at once in one process: writes
+// and reads interleave on one Repo, every write lands (compare-and-swap),
+// and every command sees its own client's directory and environment. Run
+// under -race, this is also the check that commands share no mutable state.
+func TestExecConcurrent(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r, err := repo.Init(dir+"/.agentstate", repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	exec := func(stdin string, env []string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Exec(ctx, r, remote.ExecRequest{Args: append([]string{"agentstate"}, args...), Dir: dir, Env: env},
+			strings.NewReader(stdin), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, _, stderr := exec("seed", nil, "put", "seed", "-"); code != 0 {
+		t.Fatal(stderr)
+	}
+	const writers, readers, each = 4, 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan string, (writers+readers)*each)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				key := fmt.Sprintf("w%d/k%d", w, i)
+				if code, _, stderr := exec(key, []string{"AGENTSTATE_AGENT=main"}, "put", key, "-"); code != 0 {
+					errs <- "put " + key + ": " + stderr
+				}
+			}
+		}()
+	}
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				for _, args := range [][]string{{"log", "--oneline", "-n", "3"}, {"get", "seed"}, {"show", "HEAD"}, {"ls", "--json"}, {"diff", "--json", "HEAD~1"}, {"status"}} {
+					if code, _, stderr := exec("", nil, args...); code != 0 {
+						errs <- strings.Join(args, " ") + ": " + stderr
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	code, out, _ := exec("", nil, "ls")
+	if code != 0 || strings.Count(out, "\n") != 1+writers*each {
+		t.Fatalf("ls after %d concurrent puts: exit %d, %d keys:\n%s", writers*each, code, strings.Count(out, "\n"), out)
+	}
+	// The client's agent from its environment, and a relative path from its directory.
+	if code, _, stderr := exec("x", []string{"AGENTSTATE_AGENT=nova"}, "put", "k", "-"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, out, _ := exec("", nil, "agents"); code != 0 || !strings.Contains(out, "nova") {
+		t.Fatalf("agents: %s", out)
+	}
+	if code, out, stderr := exec("", nil, "verify"); code != 0 || !strings.HasPrefix(out, "ok: 2 agents") {
+		t.Fatalf("verify: %d %s %s", code, out, stderr)
+	}
+}
