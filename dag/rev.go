@@ -204,6 +204,12 @@ func readCommit(ctx context.Context, bs objects.BlockStore, c objects.CID) (*obj
 	if c.Codec() != objects.CodecDagCBOR {
 		return nil, nil, fmt.Errorf("%w: %s is a value", ErrNotCommit, c)
 	}
+	cache, _ := bs.(*CommitCache)
+	if cache != nil {
+		if cm, data, ok := cache.get(c); ok {
+			return cm, data, nil
+		}
+	}
 	data, err := bs.Get(ctx, c)
 	if err != nil {
 		if errors.Is(err, objects.ErrNotFound) {
@@ -214,6 +220,9 @@ func readCommit(ctx context.Context, bs objects.BlockStore, c objects.CID) (*obj
 	cm, err := objects.DecodeCommit(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %w", ErrNotCommit, c, err)
+	}
+	if cache != nil {
+		cache.keep(c, cm, data)
 	}
 	return cm, data, nil
 }

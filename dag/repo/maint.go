@@ -152,6 +152,9 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 	if err := r.StatCache().Clear(); err != nil {
 		return rep, fmt.Errorf("gc: dropping stat caches: %w", err)
 	}
+	if cc, ok := r.Blocks.(*dag.CommitCache); ok {
+		cc.Forget(dead...)
+	}
 	if err := deleter.Delete(ctx, dead...); err != nil {
 		return rep, fmt.Errorf("gc: deleting: %w", err)
 	}

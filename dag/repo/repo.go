@@ -42,6 +42,10 @@ type Repo struct {
 	gate      *gate           // gc against writers in flight (gate.go)
 }
 
+// commitCacheSize bounds the decoded commits a Repo keeps (a few hundred
+// bytes each): a served store's logs walk them without the store.
+const commitCacheSize = 1 << 16
+
 // WithClock returns a view of r whose commits take their time from now: the
 // same storage, refs and caches. A server running a client's command uses
 // it to honour the client's SOURCE_DATE_EPOCH.
@@ -76,7 +80,7 @@ func Open(dir string, opts Options) (*Repo, error) {
 func New(s Storage) *Repo { return wrap("", s) }
 
 func wrap(dir string, s Storage) *Repo {
-	return &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: s, Tape: tape.New(s), Now: Now,
+	return &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: dag.WithCommitCache(s, commitCacheSize), Tape: tape.New(s), Now: Now,
 		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/agentstate/agentstate/internal/rpcwire"
 	"storj.io/drpc"
@@ -45,11 +46,65 @@ func (s *Server) exec(ctx context.Context, st drpc.Stream) error {
 		defer mu.Unlock()
 		return st.MsgSend(m, rpcwire.Encoding)
 	}
-	stdout := &streamWriter{send: send, stream: 1}
-	stderr := &streamWriter{send: send, stream: 2}
-	stdin := &streamReader{st: st, send: send}
+	stdout := newBatchWriter(&streamWriter{send: send, stream: 1})
+	stderr := newBatchWriter(&streamWriter{send: send, stream: 2})
+	stdin := &streamReader{st: st, send: send, before: func() { stdout.Flush(); stderr.Flush() }}
 	code := s.opts.Exec(ctx, s.r, ExecRequest{Args: start.Args, Dir: start.Dir, Env: start.Env, StdoutTTY: start.StdoutTTY, Width: start.Width}, stdin, stdout, stderr)
+	stdout.Flush()
+	stderr.Flush()
 	return send(&rpcwire.ExecOut{Done: true, Code: code})
+}
+
+// batchWriter gathers a command's many small writes (a log prints a line at
+// a time) into few messages: it sends when 64 KiB are waiting, when a write
+// has waited flushDelay (so output that trickles, like log --follow, still
+// arrives at once to the eye), and at the end.
+type batchWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	buf   []byte
+	timer *time.Timer
+	err   error
+}
+
+const flushDelay = 5 * time.Millisecond
+
+func newBatchWriter(w io.Writer) *batchWriter { return &batchWriter{w: w} }
+
+func (b *batchWriter) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return 0, b.err
+	}
+	b.buf = append(b.buf, p...)
+	if len(b.buf) >= 64<<10 {
+		return len(p), b.flushLocked()
+	}
+	if b.timer == nil {
+		b.timer = time.AfterFunc(flushDelay, func() { b.Flush() })
+	}
+	return len(p), nil
+}
+
+// Flush sends what is waiting.
+func (b *batchWriter) Flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.flushLocked()
+}
+
+func (b *batchWriter) flushLocked() error {
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	if len(b.buf) == 0 || b.err != nil {
+		return b.err
+	}
+	_, b.err = b.w.Write(b.buf)
+	b.buf = b.buf[:0]
+	return b.err
 }
 
 // streamWriter sends a command's output; a write fails once the client is gone.
@@ -71,10 +126,11 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 
 // streamReader asks the client for stdin when the command reads it.
 type streamReader struct {
-	st   drpc.Stream
-	send func(*rpcwire.ExecOut) error
-	buf  []byte
-	eof  bool
+	st     drpc.Stream
+	send   func(*rpcwire.ExecOut) error
+	before func() // flushes output before the client is asked for input
+	buf    []byte
+	eof    bool
 }
 
 func (r *streamReader) Read(p []byte) (int, error) {
@@ -82,6 +138,7 @@ func (r *streamReader) Read(p []byte) (int, error) {
 		if r.eof {
 			return 0, io.EOF
 		}
+		r.before()
 		if err := r.send(&rpcwire.ExecOut{Want: max(len(p), 64<<10)}); err != nil {
 			return 0, err
 		}

@@ -1,0 +1,65 @@
+package dag
+
+import (
+	"sync"
+
+	"github.com/agentstate/agentstate/objects"
+)
+
+// CommitCache is a BlockStore that also keeps decoded commits in memory:
+// commits are immutable, and a long-lived process (a server, a runtime)
+// reads the same ones again and again (every log walks them). Only commit
+// reads go through the cache (ReadCommit, Log, the resolver); Get, Has, Put
+// and everything that verifies (Walk) reach the store.
+type CommitCache struct {
+	objects.BlockStore
+
+	mu      sync.Mutex
+	entries map[objects.CID]cachedCommit
+	max     int
+}
+
+type cachedCommit struct {
+	cm   *objects.Commit
+	data []byte
+}
+
+// WithCommitCache returns bs with a cache of up to max decoded commits.
+func WithCommitCache(bs objects.BlockStore, max int) *CommitCache {
+	return &CommitCache{BlockStore: bs, entries: map[objects.CID]cachedCommit{}, max: max}
+}
+
+func (c *CommitCache) get(id objects.CID) (*objects.Commit, []byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[id]
+	if !ok {
+		return nil, nil, false
+	}
+	cm := *e.cm // callers get their own struct
+	return &cm, e.data, true
+}
+
+func (c *CommitCache) keep(id objects.CID, cm *objects.Commit, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= c.max {
+		for k := range c.entries { // drop an arbitrary eighth
+			delete(c.entries, k)
+			if len(c.entries) < c.max-c.max/8 {
+				break
+			}
+		}
+	}
+	kept := *cm
+	c.entries[id] = cachedCommit{cm: &kept, data: data}
+}
+
+// Forget drops cached commits (gc calls it for the blocks it deletes).
+func (c *CommitCache) Forget(ids ...objects.CID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		delete(c.entries, id)
+	}
+}
