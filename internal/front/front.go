@@ -179,9 +179,10 @@ func execOn(sock string, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The connection is never closed politely: the process exits right after
+	// the answer, and the kernel closes the socket (the server sees EOF).
 	conn := drpcconn.NewWithOptions(c, drpcconn.Options{Manager: drpcmanager.Options{
 		Reader: drpcwire.ReaderOptions{MaximumBufferSize: rpcwire.MaxMessage}}})
-	defer conn.Close()
 	start := rpcwire.ExecStart{Args: args, StdoutTTY: isTerminal(1)}
 	start.Dir, _ = os.Getwd()
 	for _, kv := range os.Environ() {
