@@ -81,8 +81,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.only = map[int]bool{}
 		for _, s := range strings.Split(*only, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n < 1 || n > 9 {
-				return fmt.Errorf("-only %q: want workload numbers 1 to 9", *only)
+			if err != nil || n < 1 || n > len(workloads) {
+				return fmt.Errorf("-only %q: want workload numbers 1 to %d", *only, len(workloads))
 			}
 			cfg.only[n] = true
 		}
@@ -181,6 +181,9 @@ var workloads = []workload{
 	{7, "diff of two commits differing in one key of 1M (library)", w7Diff},
 	{8, "export of a 1 GiB brain to tar", w8Export},
 	{9, "bytes stored: 100 versions of a 64 MiB SQLite memory.db", w9SQLite},
+	{10, "the CLI against a served store (agentstate serve)", w10Served},
+	{11, "one-key put into a served 100k-key brain", w11ServedScale},
+	{12, "8 CLI readers beside a runtime landing tasks", w12Readers},
 }
 
 // row is one line of the result table. Times are in the unit the row says.
