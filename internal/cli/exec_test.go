@@ -30,8 +30,10 @@ func TestExecConcurrent(t *testing.T) {
 			strings.NewReader(stdin), &out, &errb)
 		return code, out.String(), errb.String()
 	}
-	if code, _, stderr := exec("seed", nil, "put", "seed", "-"); code != 0 {
-		t.Fatal(stderr)
+	for _, v := range []string{"seed 1", "seed 2"} { // readers diff HEAD~1
+		if code, _, stderr := exec(v, nil, "put", "seed", "-"); code != 0 {
+			t.Fatal(stderr)
+		}
 	}
 	const writers, readers, each = 4, 4, 10
 	var wg sync.WaitGroup
