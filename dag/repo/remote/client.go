@@ -90,7 +90,12 @@ func (c *Client) dial(ctx context.Context) (*drpcconn.Conn, error) {
 		return nil, fmt.Errorf("remote: connecting to %s: %w", c.addr, err)
 	}
 	if c.opts.TLS != nil {
-		tc := tls.Client(nc, c.opts.TLS)
+		cfg := c.opts.TLS
+		if cfg.ServerName == "" { // as tls.Dial does: the host dialled
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(c.addr)
+		}
+		tc := tls.Client(nc, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("remote: TLS with %s: %w", c.addr, err)
