@@ -68,3 +68,28 @@ func (g *gate) exclusive(ctx context.Context) (func(), error) {
 	}
 	return g.mu.Unlock, nil
 }
+
+// agentLocks make the operations that read an agent's HEAD and then move it
+// (Edit, Reset, Undo, Redo, Land) take turns within this process, so that
+// a runtime landing a task every few milliseconds and a command undoing
+// beside it never race each other into retries. Writers in other processes
+// (a served store's remote clients) are met by compare-and-swap as before.
+type agentLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (l *agentLocks) lock(agent string) (unlock func()) {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*sync.Mutex{}
+	}
+	m, ok := l.locks[agent]
+	if !ok {
+		m = &sync.Mutex{}
+		l.locks[agent] = m
+	}
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}

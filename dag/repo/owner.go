@@ -155,7 +155,10 @@ func (r *Repo) Edit(ctx context.Context, req EditRequest) (objects.CID, error) {
 	// Another writer moving HEAD between the read and the swap makes the
 	// edit start again from the new HEAD: an edit is relative (this key,
 	// this value), so it applies to any HEAD.
-	return retryMoved(ctx, func() (objects.CID, error) { return r.editOnce(ctx, req) })
+	return retryMoved(ctx, func() (objects.CID, error) {
+		defer r.moves.lock(req.Agent)()
+		return r.editOnce(ctx, req)
+	})
 }
 
 func (r *Repo) editOnce(ctx context.Context, req EditRequest) (objects.CID, error) {
@@ -194,6 +197,7 @@ func (r *Repo) Reset(ctx context.Context, agent string, target objects.CID) (ref
 		return refs.Entry{}, err
 	}
 	return retryMoved(ctx, func() (refs.Entry, error) {
+		defer r.moves.lock(agent)()
 		h, err := r.Refs.Head(ctx, agent)
 		if err != nil {
 			return refs.Entry{}, err
@@ -246,7 +250,10 @@ func (r *Repo) Redo(ctx context.Context, agent string) (Undone, error) {
 func (r *Repo) undoRedo(ctx context.Context, agent string, redo bool) (Undone, error) {
 	// The newest operation when the undo lands is the one undone: against a
 	// live runtime, a landing between the read and the move makes it retry.
-	return retryMoved(ctx, func() (Undone, error) { return r.undoRedoOnce(ctx, agent, redo) })
+	return retryMoved(ctx, func() (Undone, error) {
+		defer r.moves.lock(agent)()
+		return r.undoRedoOnce(ctx, agent, redo)
+	})
 }
 
 func (r *Repo) undoRedoOnce(ctx context.Context, agent string, redo bool) (Undone, error) {
@@ -391,6 +398,9 @@ type Landed struct {
 // while other writers keep moving HEAD. A conflict is a *MergeConflictError
 // and HEAD stays (Landed.From then names the HEAD found).
 func (r *Repo) Land(ctx context.Context, req LandRequest) (Landed, error) {
+	// In-process writers of one agent take turns (moves.lock); writers in
+	// other processes are met by compare-and-swap.
+	defer r.moves.lock(req.Agent)()
 	for {
 		h, err := r.Refs.Head(ctx, req.Agent)
 		if err != nil && !errors.Is(err, refs.ErrNoAgent) {

@@ -40,6 +40,7 @@ type Repo struct {
 	leafCache *leafCache
 	statMem   *export.MemMeta // StatCache of storage not on disk
 	gate      *gate           // gc against writers in flight (gate.go)
+	moves     *agentLocks     // in-process HEAD moves of one agent take turns (gate.go)
 }
 
 // commitCacheSize bounds the decoded commits a Repo keeps (a few hundred
@@ -81,7 +82,7 @@ func New(s Storage) *Repo { return wrap("", s) }
 
 func wrap(dir string, s Storage) *Repo {
 	return &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: dag.WithCommitCache(s, commitCacheSize), Tape: tape.New(s), Now: Now,
-		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}}
+		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}}
 }
 
 // StatCacheStore holds the stat caches of brain directories (export's
