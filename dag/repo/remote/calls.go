@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -124,10 +125,8 @@ var calls = map[string]call{
 		if err := json.Unmarshal(q.Head, &h); err != nil {
 			return badRequest("%v", err)
 		}
-		if ok, err := s.r.Blocks.Has(ctx, h.Commit); err != nil {
+		if err := commitArg(ctx, s.r, h.Commit); err != nil {
 			return err
-		} else if !ok {
-			return badRequest("HEAD move to %s, a commit this store does not hold", h.Commit)
 		}
 		if err := s.r.Storage.SwapHead(ctx, q.Agent, q.Old, q.Seq, q.Entry, q.Head); err != nil {
 			return err
@@ -198,6 +197,9 @@ var calls = map[string]call{
 		if err := metaArg(q.Name, false); err != nil {
 			return err
 		}
+		if q.Name == formatMeta {
+			return badRequest("meta record %q is the store's own", formatMeta)
+		}
 		if err := s.r.Storage.SetMeta(ctx, q.Name, q.Value); err != nil {
 			return err
 		}
@@ -214,6 +216,9 @@ var calls = map[string]call{
 	rpcwire.RPCDeleteMeta: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
 		if err := metaArg(q.Name, false); err != nil {
 			return err
+		}
+		if strings.HasPrefix(formatMeta, q.Name) {
+			return badRequest("prefix %q covers meta record %q, the store's own", q.Name, formatMeta)
 		}
 		if err := s.r.Storage.DeleteMetaPrefix(ctx, q.Name); err != nil {
 			return err
@@ -258,6 +263,39 @@ func cidArg(b []byte) (objects.CID, error) {
 		return objects.CID{}, badRequest("%v", err)
 	}
 	return c, nil
+}
+
+// formatMeta is the meta record in which the Badger store keeps its format
+// version (internal/store): without it the store no longer opens, so no
+// client may overwrite or delete it.
+const formatMeta = "format"
+
+// commitArg checks the commit a remote HEAD move names: a commit this store
+// holds (not a value or a tree node), whose tree root and parents it holds
+// too. Anything less would leave a HEAD that verify reports broken. (The
+// blocks below the tree root are not walked: that would cost a whole tree
+// per move.)
+func commitArg(ctx context.Context, r *repo.Repo, id objects.CID) error {
+	if ok, err := r.Blocks.Has(ctx, id); err != nil {
+		return err
+	} else if !ok {
+		return badRequest("HEAD move to %s, a commit this store does not hold", id)
+	}
+	c, err := r.Commit(ctx, id)
+	if err != nil {
+		return badRequest("HEAD move to %s: %v", id, err)
+	}
+	if _, err := objects.LoadTree(ctx, r.Blocks, c.Tree); err != nil {
+		return badRequest("HEAD move to %s, whose tree %s this store does not hold: %v", id, c.Tree, err)
+	}
+	for _, p := range c.Parents {
+		if ok, err := r.Blocks.Has(ctx, p); err != nil {
+			return err
+		} else if !ok {
+			return badRequest("HEAD move to %s, whose parent %s this store does not hold", id, p)
+		}
+	}
+	return nil
 }
 
 func agentArg(a string) error {

@@ -168,7 +168,13 @@ func (c *Client) invoke(ctx context.Context, rpc string, q *rpcwire.Req) (*rpcwi
 	}
 	var out rpcwire.Resp
 	err = cn.Invoke(c.ctx(ctx), rpc, rpcwire.Encoding, q, &out)
-	c.put(cn)
+	if err != nil && drpcerr.Code(err) == 0 {
+		// Not an answer but (perhaps) a broken connection, which drpc may
+		// not have noticed yet: never hand it to the next call.
+		cn.Close()
+	} else {
+		c.put(cn)
+	}
 	if err != nil {
 		return nil, localError(ctx, err)
 	}
