@@ -46,7 +46,10 @@ type env struct {
 	// served is the repository of the server running this command for a
 	// client (Exec); nil when the command opens the store itself.
 	served *repo.Repo
-	runsGC bool // the command is gc, which must not hold the write gate it waits on
+	// gatesOwnWrites: the command does not hold the write gate for its whole
+	// run: gc (which waits on it) and mcp (which holds it per write, through
+	// internal/inspect, and may run for hours).
+	gatesOwnWrites bool
 	// action is the command the parse chose, run after parsing (see main).
 	action func() error
 }

@@ -16,7 +16,7 @@ func (e *env) runGC(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
-	e.runsGC = true
+	e.gatesOwnWrites = true
 	return e.withRepo(func(r *repo.Repo) error {
 		rep, err := r.GC(e.ctx, c.Bool("dry-run"))
 		if err != nil {

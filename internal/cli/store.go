@@ -103,7 +103,7 @@ func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
 		if _, err := e.storeDir(); err != nil {
 			return err
 		}
-		if !readOnly && !e.runsGC {
+		if !readOnly && !e.gatesOwnWrites {
 			// Writers in flight keep a gc that runs beside them off their blocks.
 			defer e.served.HoldWrites()()
 		}

@@ -1,0 +1,546 @@
+// Package inspect is the structured read (and small write) model over a
+// repository that the store's windows share: the MCP tools and the web page.
+// It answers what the CLI's log, show, diff, get, ls, oplog, receipts and
+// snapshots print, as values instead of text, and makes the few edits an
+// MCP client may ask for, each one commit through the repository's owner.
+//
+// Errors for things that do not exist (an agent, a revision, a key) wrap
+// ErrNotFound; errors for malformed input (an invalid key, agent name or
+// revision) wrap ErrBadRequest. Everything else is the store's own failure.
+package inspect
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/internal/textdiff"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/runtime"
+)
+
+var (
+	// ErrNotFound: an agent, revision or key that does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrBadRequest: an invalid key, agent name, revision or argument.
+	ErrBadRequest = errors.New("bad request")
+)
+
+// MaxPatchValue bounds the values whose line diff is computed.
+const MaxPatchValue = 1 << 20
+
+// View reads (and edits) one repository.
+type View struct {
+	R *repo.Repo
+}
+
+// New returns a view of r.
+func New(r *repo.Repo) *View { return &View{R: r} }
+
+// classify wraps err in ErrNotFound or ErrBadRequest when it is one.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRequest):
+		return err
+	case errors.Is(err, refs.ErrNoAgent), errors.Is(err, dag.ErrUnknown):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, refs.ErrBadAgent), errors.Is(err, dag.ErrBadRev), errors.Is(err, dag.ErrAmbiguous),
+		errors.Is(err, dag.ErrNotCommit), errors.Is(err, objects.ErrBadKey), errors.Is(err, objects.ErrBadCID),
+		errors.Is(err, refs.ErrAgentExists), errors.Is(err, refs.ErrNothingUndo):
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return err
+}
+
+func badf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
+}
+
+// checkAgent refuses an invalid name and one with no HEAD.
+func (v *View) checkAgent(ctx context.Context, agent string) (refs.Head, error) {
+	if err := refs.ValidateAgent(agent); err != nil {
+		return refs.Head{}, classify(err)
+	}
+	h, err := v.R.Refs.Head(ctx, agent)
+	return h, classify(err)
+}
+
+// Agent is one agent and its HEAD.
+type Agent struct {
+	Name       string      `json:"name"`
+	Head       objects.CID `json:"head"`
+	Seq        uint64      `json:"seq"` // the operation that moved HEAD last
+	Time       int64       `json:"time"`
+	Message    string      `json:"message"`
+	BundleHash string      `json:"bundleHash"`
+}
+
+// Agents lists every agent, by name.
+func (v *View) Agents(ctx context.Context) ([]Agent, error) {
+	heads, err := v.R.Refs.Agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Agent, 0, len(heads))
+	for _, h := range heads {
+		cm, err := v.R.Commit(ctx, h.Commit)
+		if err != nil {
+			return nil, err
+		}
+		bh, err := v.R.BundleHash(ctx, cm.Tree)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Agent{Name: h.Agent, Head: h.Commit, Seq: h.Seq, Time: cm.Time, Message: cm.Message, BundleHash: bh.String()})
+	}
+	slices.SortFunc(out, func(a, b Agent) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Commit is a commit as `agentstate log --json` shows it.
+type Commit struct {
+	CID        objects.CID       `json:"cid"`
+	Parents    []objects.CID     `json:"parents"`
+	Tree       objects.CID       `json:"tree"`
+	Time       int64             `json:"time"`
+	Message    string            `json:"message"`
+	Metadata   map[string]string `json:"metadata"`
+	BundleHash string            `json:"bundleHash"`
+}
+
+func (v *View) commitOf(ctx context.Context, id objects.CID, cm *objects.Commit) (Commit, error) {
+	h, err := v.R.BundleHash(ctx, cm.Tree)
+	if err != nil {
+		return Commit{}, err
+	}
+	parents := cm.Parents
+	if parents == nil {
+		parents = []objects.CID{}
+	}
+	meta := cm.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return Commit{CID: id, Parents: parents, Tree: cm.Tree, Time: cm.Time, Message: cm.Message, Metadata: meta, BundleHash: h.String()}, nil
+}
+
+// LogOptions select a history.
+type LogOptions struct {
+	Rev   string // where to start; "" is HEAD
+	Path  string // only commits that changed this key
+	Limit int    // at most this many commits; <= 0 is all
+}
+
+// resolve resolves rev ("" is HEAD) for agent to a commit.
+func (v *View) resolve(ctx context.Context, agent, rev string) (objects.CID, *objects.Commit, error) {
+	if _, err := v.checkAgent(ctx, agent); err != nil {
+		return objects.CID{}, nil, err
+	}
+	if rev == "" {
+		rev = "HEAD"
+	}
+	id, cm, err := v.R.ResolveCommit(ctx, agent, rev)
+	return id, cm, classify(err)
+}
+
+// Log returns history from o.Rev, newest first, including commits reached
+// through merges' other parents (the order of dag.Log).
+func (v *View) Log(ctx context.Context, agent string, o LogOptions) ([]Commit, error) {
+	if o.Path != "" {
+		if err := objects.ValidateKey(o.Path); err != nil {
+			return nil, classify(err)
+		}
+	}
+	start, _, err := v.resolve(ctx, agent, o.Rev)
+	if err != nil {
+		return nil, err
+	}
+	out := []Commit{}
+	for le, err := range dag.Log(ctx, v.R.Blocks, start) {
+		if err != nil {
+			return nil, err
+		}
+		if o.Limit > 0 && len(out) >= o.Limit {
+			break
+		}
+		if o.Path != "" {
+			ok, err := dag.TouchesKey(ctx, v.R.Blocks, le.Commit, o.Path)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		c, err := v.commitOf(ctx, le.CID, le.Commit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Change is one key that differs between two commits.
+type Change struct {
+	Path    string             `json:"path"`
+	Change  objects.ChangeKind `json:"change"`
+	Old     objects.CID        `json:"old,omitzero"`
+	New     objects.CID        `json:"new,omitzero"`
+	OldSize uint64             `json:"oldSize"`
+	NewSize uint64             `json:"newSize"`
+	// With patch asked for: Binary says a side is not text; Large that a
+	// side exceeds MaxPatchValue; otherwise Patch is the unified line diff
+	// (three lines of context, "a/KEY" and "b/KEY" names).
+	Binary bool   `json:"binary,omitempty"`
+	Large  bool   `json:"large,omitempty"`
+	Patch  string `json:"patch,omitempty"`
+}
+
+// Show returns a commit and what it changed against its first parent.
+func (v *View) Show(ctx context.Context, agent, rev string, patch bool) (Commit, []Change, error) {
+	id, cm, err := v.resolve(ctx, agent, rev)
+	if err != nil {
+		return Commit{}, nil, err
+	}
+	c, err := v.commitOf(ctx, id, cm)
+	if err != nil {
+		return Commit{}, nil, err
+	}
+	from := objects.EmptyTreeCID
+	if len(cm.Parents) > 0 {
+		pc, err := v.R.Commit(ctx, cm.Parents[0])
+		if err != nil {
+			return Commit{}, nil, err
+		}
+		from = pc.Tree
+	}
+	changes, err := v.diffTrees(ctx, from, cm.Tree, patch)
+	return c, changes, err
+}
+
+// Diff returns what changed from one revision to another.
+func (v *View) Diff(ctx context.Context, agent, from, to string, patch bool) ([]Change, error) {
+	_, a, err := v.resolve(ctx, agent, from)
+	if err != nil {
+		return nil, err
+	}
+	_, b, err := v.resolve(ctx, agent, to)
+	if err != nil {
+		return nil, err
+	}
+	return v.diffTrees(ctx, a.Tree, b.Tree, patch)
+}
+
+func (v *View) diffTrees(ctx context.Context, a, b objects.CID, patch bool) ([]Change, error) {
+	out := []Change{}
+	for ch, err := range objects.DiffTrees(ctx, v.R.Blocks, a, b) {
+		if err != nil {
+			return nil, err
+		}
+		c := Change{Path: ch.Path, Change: ch.Change, Old: ch.Old, New: ch.New}
+		if c.OldSize, err = v.size(ctx, ch.Old); err != nil {
+			return nil, err
+		}
+		if c.NewSize, err = v.size(ctx, ch.New); err != nil {
+			return nil, err
+		}
+		if patch {
+			if err := v.patch(ctx, &c); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (v *View) size(ctx context.Context, c objects.CID) (uint64, error) {
+	if c.IsZero() {
+		return 0, nil
+	}
+	return objects.ContentSize(ctx, v.R.Blocks, c)
+}
+
+func (v *View) patch(ctx context.Context, c *Change) error {
+	if c.OldSize > MaxPatchValue || c.NewSize > MaxPatchValue {
+		c.Large = true
+		return nil
+	}
+	read := func(id objects.CID) ([]byte, error) {
+		if id.IsZero() {
+			return nil, nil
+		}
+		return objects.ReadValue(ctx, v.R.Blocks, id)
+	}
+	a, err := read(c.Old)
+	if err != nil {
+		return err
+	}
+	b, err := read(c.New)
+	if err != nil {
+		return err
+	}
+	if !textdiff.IsText(a) || !textdiff.IsText(b) {
+		c.Binary = true
+		return nil
+	}
+	oldName, newName := "a/"+c.Path, "b/"+c.Path
+	switch c.Change {
+	case objects.Added:
+		oldName = "/dev/null"
+	case objects.Removed:
+		newName = "/dev/null"
+	}
+	c.Patch = textdiff.Unified(oldName, newName, string(a), string(b), 3)
+	return nil
+}
+
+// Value is a key's value at a commit.
+type Value struct {
+	Key    string      `json:"key"`
+	Commit objects.CID `json:"commit"`
+	CID    objects.CID `json:"cid"`
+	Size   uint64      `json:"size"`
+	// Data is the content when Size is within the asked maximum; otherwise
+	// it is nil and Truncated is set. Text says the content read is text.
+	Data      []byte `json:"-"`
+	Text      bool   `json:"text"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Get returns key's value at rev, its content only if it is at most max
+// bytes (max < 0: any size).
+func (v *View) Get(ctx context.Context, agent, rev, key string, max int) (Value, error) {
+	if err := objects.ValidateKey(key); err != nil {
+		return Value{}, classify(err)
+	}
+	id, cm, err := v.resolve(ctx, agent, rev)
+	if err != nil {
+		return Value{}, err
+	}
+	t, err := objects.LoadTree(ctx, v.R.Blocks, cm.Tree)
+	if err != nil {
+		return Value{}, err
+	}
+	val, ok, err := t.Get(ctx, key)
+	if err != nil {
+		return Value{}, err
+	}
+	if !ok {
+		return Value{}, fmt.Errorf("%w: key %q does not exist at %s", ErrNotFound, key, id.Short())
+	}
+	out := Value{Key: key, Commit: id, CID: val}
+	if out.Size, err = v.size(ctx, val); err != nil {
+		return Value{}, err
+	}
+	if max >= 0 && out.Size > uint64(max) {
+		out.Truncated = true
+		return out, nil
+	}
+	if out.Data, err = objects.ReadValue(ctx, v.R.Blocks, val); err != nil {
+		return Value{}, err
+	}
+	out.Text = textdiff.IsText(out.Data)
+	return out, nil
+}
+
+// Entry is one key of a tree.
+type Entry struct {
+	Key  string      `json:"key"`
+	CID  objects.CID `json:"cid"`
+	Size uint64      `json:"size"`
+}
+
+// List returns the keys under prefix at rev, in key order, at most limit
+// (<= 0: all); more says there were more.
+func (v *View) List(ctx context.Context, agent, rev, prefix string, limit int) ([]Entry, bool, error) {
+	_, cm, err := v.resolve(ctx, agent, rev)
+	if err != nil {
+		return nil, false, err
+	}
+	t, err := objects.LoadTree(ctx, v.R.Blocks, cm.Tree)
+	if err != nil {
+		return nil, false, err
+	}
+	out := []Entry{}
+	for en, err := range t.Entries(ctx, prefix) {
+		if err != nil {
+			return nil, false, err
+		}
+		if !strings.HasPrefix(en.Key, prefix) {
+			break
+		}
+		if limit > 0 && len(out) >= limit {
+			return out, true, nil
+		}
+		size, err := v.size(ctx, en.Value)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, Entry{Key: en.Key, CID: en.Value, Size: size})
+	}
+	return out, false, nil
+}
+
+// Op is one operation-log entry; Undone says an undo has reverted it and
+// no redo has re-applied it.
+type Op struct {
+	Seq    uint64      `json:"seq"`
+	Op     string      `json:"op"`
+	Old    objects.CID `json:"old"`
+	New    objects.CID `json:"new"`
+	Time   int64       `json:"time"`
+	Task   string      `json:"task"`
+	Target uint64      `json:"target,omitempty"`
+	Note   string      `json:"note,omitempty"`
+	Prev   string      `json:"prev"`
+	Undone bool        `json:"undone"`
+}
+
+// Oplog returns an agent's operation log, newest first, at most limit
+// entries (<= 0: all).
+func (v *View) Oplog(ctx context.Context, agent string, limit int) ([]Op, error) {
+	if _, err := v.checkAgent(ctx, agent); err != nil {
+		return nil, err
+	}
+	entries, err := v.R.Refs.Entries(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	undone := undoneSeqs(entries)
+	out := []Op{}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		en := entries[i]
+		out = append(out, Op{Seq: en.Seq, Op: string(en.Op), Old: en.Old, New: en.New, Time: en.Time, Task: en.Task,
+			Target: en.Target, Note: en.Note, Prev: en.Prev, Undone: undone[en.Seq]})
+	}
+	return out, nil
+}
+
+// undoneSeqs replays the log as refs.UndoTarget does and returns the
+// operations left undone.
+func undoneSeqs(entries []refs.Entry) map[uint64]bool {
+	var done, stack []refs.Entry
+	undone := map[uint64]bool{}
+	for _, e := range entries {
+		switch e.Op {
+		case refs.OpUndo:
+			if n := len(done); n > 0 && done[n-1].Seq == e.Target {
+				stack = append(stack, done[n-1])
+				undone[e.Target] = true
+				done = done[:n-1]
+			}
+		case refs.OpRedo:
+			if n := len(stack); n > 0 && stack[n-1].Seq == e.Target {
+				done = append(done, stack[n-1])
+				delete(undone, e.Target)
+				stack = stack[:n-1]
+			}
+		default:
+			done = append(done, e)
+			stack = stack[:0]
+		}
+	}
+	return undone
+}
+
+// Receipt is one line of an agent's receipt tape.
+type Receipt struct {
+	N        int              `json:"n"`
+	Receipt  *runtime.Receipt `json:"receipt,omitempty"`
+	Line     string           `json:"line,omitempty"` // a line that does not parse
+	Verified *bool            `json:"verified,omitempty"`
+	Error    string           `json:"error,omitempty"`
+	Note     string           `json:"note,omitempty"`
+}
+
+// Receipts returns an agent's receipts, oldest first; with verify, each is
+// checked against the store's operator keys and its commit's bundle hash.
+func (v *View) Receipts(ctx context.Context, agent string, verify bool) ([]Receipt, error) {
+	if _, err := v.checkAgent(ctx, agent); err != nil {
+		return nil, err
+	}
+	var keys []ed25519.PublicKey
+	if verify {
+		var err error
+		if keys, err = runtime.TrustedKeys(ctx, v.R); err != nil {
+			return nil, err
+		}
+	}
+	out := []Receipt{}
+	n := 0
+	for l, err := range v.R.Tape.Lines(ctx, agent) {
+		if err != nil {
+			return nil, fmt.Errorf("reading the receipt tape of %q: %w", agent, err)
+		}
+		n++
+		rc, perr := runtime.ParseReceipt(l)
+		j := Receipt{N: n}
+		if perr != nil {
+			j.Line = string(l)
+			f := false
+			j.Verified, j.Error = &f, perr.Error()
+			out = append(out, j)
+			continue
+		}
+		j.Receipt = rc
+		if verify {
+			note, verr := v.checkReceipt(ctx, rc, keys)
+			ok := verr == nil
+			j.Verified, j.Note = &ok, note
+			if verr != nil {
+				j.Error = verr.Error()
+			}
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+func (v *View) checkReceipt(ctx context.Context, rc *runtime.Receipt, keys []ed25519.PublicKey) (string, error) {
+	if len(keys) == 0 {
+		return "", errors.New("the store records no operator key")
+	}
+	if err := rc.VerifyAny(keys); err != nil {
+		return "", err
+	}
+	if has, _ := v.R.Blocks.Has(ctx, rc.Commit); !has {
+		return "commit not in this store (restored from a snapshot)", nil
+	}
+	h, err := v.R.CommitBundleHash(ctx, rc.Commit)
+	if err != nil {
+		return "", fmt.Errorf("bundle hash of %s: %w", rc.Commit.Short(), err)
+	}
+	if h != rc.BundleAfter {
+		return "", fmt.Errorf("bundleAfter %s, but commit %s hashes to %s", rc.BundleAfter, rc.Commit.Short(), h)
+	}
+	return "", nil
+}
+
+// Snapshots returns an agent's pushes and restores, oldest first ("" for
+// every agent).
+func (v *View) Snapshots(ctx context.Context, agent string) ([]snapshot.Record, error) {
+	if agent != "" {
+		if err := refs.ValidateAgent(agent); err != nil {
+			return nil, classify(err)
+		}
+	}
+	recs, err := snapshot.Records(ctx, v.R, agent)
+	if recs == nil {
+		recs = []snapshot.Record{}
+	}
+	return recs, err
+}
