@@ -185,3 +185,55 @@ func TestWalkFindsMissingBlocks(t *testing.T) {
 		t.Fatal("gc deleted a reachable (corrupt) block")
 	}
 }
+
+// Commits of the same second (a runtime lands many tasks a second) still
+// come before their parents: a merge whose first parent's line is longer
+// than its second's, all at one time.
+func TestLogSameSecond(t *testing.T) {
+	ctx := context.Background()
+	r, err := repo.Init(filepath.Join(t.TempDir(), "s"), repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r = r.WithClock(func() int64 { return 1_700_000_000 })
+	tree, err := r.EmptyTree(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(msg string, parents ...objects.CID) objects.CID {
+		id, _, err := r.WriteCommit(ctx, repo.CommitSpec{Tree: tree, Parents: parents, Message: msg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	for round := range 20 { // CIDs vary with the messages: many tie orders
+		root := commit(fmt.Sprint("root ", round))
+		a1 := commit("a1", root)
+		a2 := commit("a2", a1)
+		a3 := commit("a3", a2)
+		b1 := commit("b1", root)
+		m := commit("merge", a3, b1)
+		top := commit("top", m)
+		pos := map[objects.CID]int{}
+		var order []*objects.Commit
+		for le, err := range dag.Log(ctx, r.Blocks, top) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos[le.CID] = len(order)
+			order = append(order, le.Commit)
+		}
+		if len(order) != 7 {
+			t.Fatalf("round %d: %d commits, want 7", round, len(order))
+		}
+		for id, i := range pos {
+			for _, p := range order[i].Parents {
+				if pos[p] <= i {
+					t.Fatalf("round %d: parent %s shown before its child %s", round, p.Short(), id.Short())
+				}
+			}
+		}
+	}
+}

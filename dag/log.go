@@ -32,9 +32,13 @@ func (q *logQueue) Pop() any {
 	return e
 }
 
-// Log yields the commits reachable from start, newest first (by time; a
-// commit always comes before its parents when times agree with ancestry,
-// which they do for commits written by agentstate). Each commit appears once.
+// Log yields the commits reachable from start, newest first, each once,
+// and every commit before its parents. Commits are ordered by time; those
+// with the same time (a runtime lands many tasks a second) are ordered
+// topologically among themselves, then by CID, highest first. This relies on
+// a commit's time being at least its parents' (the time rule agentstate
+// commits are written under); for commits that break it the order is by time
+// alone.
 func Log(ctx context.Context, bs objects.BlockStore, start objects.CID) iter.Seq2[LogEntry, error] {
 	return func(yield func(LogEntry, error) bool) {
 		cm, err := ReadCommit(ctx, bs, start)
@@ -49,24 +53,78 @@ func Log(ctx context.Context, bs objects.BlockStore, start objects.CID) iter.Seq
 				yield(LogEntry{}, err)
 				return
 			}
-			e := heap.Pop(q).(LogEntry)
-			if !yield(e, nil) {
-				return
+			// Every commit of the newest time left: those queued and, from
+			// them, their ancestors of the same time.
+			t := (*q)[0].Commit.Time
+			var bucket []LogEntry
+			for q.Len() > 0 && (*q)[0].Commit.Time == t {
+				bucket = append(bucket, heap.Pop(q).(LogEntry))
 			}
-			for _, p := range e.Commit.Parents {
-				if seen[p] {
-					continue
+			for i := 0; i < len(bucket); i++ {
+				for _, p := range bucket[i].Commit.Parents {
+					if seen[p] {
+						continue
+					}
+					seen[p] = true
+					pc, err := ReadCommit(ctx, bs, p)
+					if err != nil {
+						yield(LogEntry{}, err)
+						return
+					}
+					if pc.Time == t {
+						bucket = append(bucket, LogEntry{CID: p, Commit: pc})
+					} else {
+						heap.Push(q, LogEntry{CID: p, Commit: pc})
+					}
 				}
-				seen[p] = true
-				pc, err := ReadCommit(ctx, bs, p)
-				if err != nil {
-					yield(LogEntry{}, err)
+			}
+			for _, e := range topoOrder(bucket) {
+				if !yield(e, nil) {
 					return
 				}
-				heap.Push(q, LogEntry{CID: p, Commit: pc})
 			}
 		}
 	}
+}
+
+// topoOrder orders commits so that each comes before its parents among
+// them; ready commits go highest CID first.
+func topoOrder(bucket []LogEntry) []LogEntry {
+	if len(bucket) == 1 {
+		return bucket
+	}
+	children := make(map[objects.CID]int, len(bucket))
+	for _, e := range bucket {
+		children[e.CID] += 0
+	}
+	for _, e := range bucket {
+		for _, p := range e.Commit.Parents {
+			if _, ok := children[p]; ok {
+				children[p]++
+			}
+		}
+	}
+	byCID := make(map[objects.CID]LogEntry, len(bucket))
+	ready := &logQueue{}
+	for _, e := range bucket {
+		byCID[e.CID] = e
+		if children[e.CID] == 0 {
+			heap.Push(ready, e)
+		}
+	}
+	out := make([]LogEntry, 0, len(bucket))
+	for ready.Len() > 0 {
+		e := heap.Pop(ready).(LogEntry)
+		out = append(out, e)
+		for _, p := range e.Commit.Parents {
+			if n, ok := children[p]; ok {
+				if children[p] = n - 1; n == 1 {
+					heap.Push(ready, byCID[p])
+				}
+			}
+		}
+	}
+	return out
 }
 
 // TouchesKey reports whether commit c changed key relative to its first
