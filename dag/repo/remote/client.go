@@ -102,6 +102,13 @@ func (c *Client) dial(ctx context.Context) (*drpcconn.Conn, error) {
 		}
 		nc = tc
 	}
+	if c.network == "tcp" {
+		// The TCP listener also speaks HTTP: this says the API follows.
+		if _, err := io.WriteString(nc, Header); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("remote: connecting to %s: %w", c.addr, err)
+		}
+	}
 	return drpcconn.NewWithOptions(nc, drpcconn.Options{Manager: ManagerOptions()}), nil
 }
 

@@ -61,6 +61,9 @@ func (ft *fuzzTarget) conn(t *testing.T, i int) *drpcconn.Conn {
 	if err != nil {
 		t.Fatalf("the server no longer accepts connections on %s: %v", ft.addrs[i], err)
 	}
+	if network == "tcp" {
+		nc.Write([]byte(remote.Header))
+	}
 	ft.conns[i] = drpcconn.NewWithOptions(nc, drpcconn.Options{Manager: remote.ManagerOptions()})
 	return ft.conns[i]
 }

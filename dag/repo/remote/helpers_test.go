@@ -213,6 +213,9 @@ func rawConn(t testing.TB, addr string) (*drpcconn.Conn, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if network == "tcp" {
+		nc.Write([]byte(remote.Header))
+	}
 	conn := drpcconn.NewWithOptions(nc, drpcconn.Options{Manager: remote.ManagerOptions()})
 	t.Cleanup(func() { conn.Close() })
 	return conn, nc

@@ -415,6 +415,9 @@ func execCode(t *testing.T, network, addr, token string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if network == "tcp" {
+		nc.Write([]byte(remote.Header))
+	}
 	conn := drpcconn.New(nc)
 	defer conn.Close()
 	ctx := context.Background()

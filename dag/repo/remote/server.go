@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,7 +81,11 @@ type Options struct {
 	ReadTokens []string
 	TLS        *tls.Config // nil: plain TCP
 	NoSocket   bool        // do not listen on the Unix socket (tests)
-	Logf       func(format string, args ...any)
+	// HTTP serves the HTTP requests that reach the TCP listener (the MCP
+	// endpoint, the page), once their token is checked; ReadOnlyRequest
+	// tells a handler which kind of token it was.
+	HTTP http.Handler
+	Logf func(format string, args ...any)
 }
 
 // Server serves one repository.
@@ -92,6 +97,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	lis    []net.Listener
+	https  []*http.Server
 	addrs  []string
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -120,7 +126,7 @@ func Start(r *repo.Repo, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("remote: listening on %s: %w", p, err)
 		}
 		s.sock = p
-		s.serve(ctx, l, true)
+		s.serve(ctx, l, true, true)
 	}
 	if opts.Listen != "" {
 		l, err := net.Listen("tcp", opts.Listen)
@@ -131,7 +137,7 @@ func Start(r *repo.Repo, opts Options) (*Server, error) {
 		if opts.TLS != nil {
 			l = tls.NewListener(l, opts.TLS)
 		}
-		s.serve(ctx, l, false)
+		s.serveTCP(ctx, l)
 	}
 	return s, nil
 }
@@ -190,7 +196,9 @@ func (s *Server) Addrs() []string {
 	return append([]string(nil), s.addrs...)
 }
 
-func (s *Server) serve(ctx context.Context, l net.Listener, local bool) {
+// serve serves the API on l; count says its connections are not counted
+// yet (a TCP listener counts them before they are routed).
+func (s *Server) serve(ctx context.Context, l net.Listener, local, count bool) {
 	s.mu.Lock()
 	s.lis = append(s.lis, l)
 	if local {
@@ -211,7 +219,10 @@ func (s *Server) serve(ctx context.Context, l net.Listener, local bool) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		srv.Serve(ctx, &countingListener{Listener: l, n: &s.clients})
+		if count {
+			l = &countingListener{Listener: l, n: &s.clients}
+		}
+		srv.Serve(ctx, l)
 	}()
 }
 
@@ -228,6 +239,9 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	for _, l := range s.lis {
 		l.Close()
+	}
+	for _, hs := range s.https {
+		hs.Close()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
