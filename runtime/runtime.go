@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"crypto/tls"
+	"net/http"
 
 	"context"
 	"crypto/ed25519"
@@ -88,6 +89,11 @@ type ServeOptions struct {
 	// runtime/cliexec.Exec, which links the command line into the program.
 	// Without it, commands go through the repository API.
 	Exec reposerver.ExecFunc
+	// HTTP, given the runtime's repository, returns what HTTP requests to
+	// the Listen address are served (once their token is checked): set it
+	// to runtime/web.Handler for the MCP endpoint at /mcp, and with
+	// web.Options.UI the time-travel page.
+	HTTP func(*repo.Repo) http.Handler
 }
 
 // Runtime runs agents' tasks over one store. It is safe for concurrent use.
@@ -181,7 +187,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.queue = newQueue(rt.snap, opts.Queue, opts.OnSnapshot)
 	if !opts.NoServe && !opts.InMemory {
 		srv, err := reposerver.Start(r, reposerver.Options{Holder: "runtime", Exec: opts.Serve.Exec, Listen: opts.Serve.Listen,
-			Tokens: opts.Serve.Tokens, ReadTokens: opts.Serve.ReadTokens, TLS: opts.Serve.TLS})
+			Tokens: opts.Serve.Tokens, ReadTokens: opts.Serve.ReadTokens, TLS: opts.Serve.TLS, HTTP: httpHandler(r, opts.Serve.HTTP)})
 		if err != nil {
 			rt.queue.close(ctx)
 			return fail(fmt.Errorf("runtime: serving the store: %w", err))
@@ -421,4 +427,11 @@ func (rt *Runtime) Receipts(ctx context.Context, agent string) ([]*Receipt, erro
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+func httpHandler(r *repo.Repo, mk func(*repo.Repo) http.Handler) http.Handler {
+	if mk == nil {
+		return nil
+	}
+	return mk(r)
 }

@@ -60,6 +60,7 @@ func (s *Server) serveTCP(ctx context.Context, l net.Listener) {
 	}
 	s.mu.Lock()
 	s.https = append(s.https, hs)
+	s.tcp = l.Addr().String()
 	s.mu.Unlock()
 	s.wg.Add(2)
 	go func() {
@@ -172,4 +173,12 @@ func URL(addr string, tlsConf *tls.Config) string {
 		scheme = "https"
 	}
 	return scheme + "://" + addr + "/"
+}
+
+// TCPAddr is the TCP address served (its port chosen when Listen asked for
+// port 0), or "" when there is none.
+func (s *Server) TCPAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tcp
 }

@@ -98,6 +98,7 @@ type Server struct {
 	mu     sync.Mutex
 	lis    []net.Listener
 	https  []*http.Server
+	tcp    string
 	addrs  []string
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
