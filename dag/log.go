@@ -12,6 +12,19 @@ import (
 type LogEntry struct {
 	CID    objects.CID
 	Commit *objects.Commit
+	// Cut lists the commit's parents a forget cut (LogOptions.Cut): history
+	// below them is gone.
+	Cut []objects.CID
+}
+
+// LogOptions tune LogWith.
+type LogOptions struct {
+	// Cut names parent links a forget cut; they are not followed (and their
+	// parents need not exist), and the child's LogEntry lists them.
+	Cut func(child, parent objects.CID) bool
+	// Islands are commits kept beyond a cut (a retention policy's older
+	// keeps): each joins the history in time order, if not newer than start.
+	Islands []objects.CID
 }
 
 type logQueue []LogEntry
@@ -40,6 +53,11 @@ func (q *logQueue) Pop() any {
 // commits are written under); for commits that break it the order is by time
 // alone.
 func Log(ctx context.Context, bs objects.BlockStore, start objects.CID) iter.Seq2[LogEntry, error] {
+	return LogWith(ctx, bs, start, LogOptions{})
+}
+
+// LogWith is Log over a history a forget cut (see LogOptions).
+func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o LogOptions) iter.Seq2[LogEntry, error] {
 	return func(yield func(LogEntry, error) bool) {
 		cm, err := ReadCommit(ctx, bs, start)
 		if err != nil {
@@ -48,6 +66,20 @@ func Log(ctx context.Context, bs objects.BlockStore, start objects.CID) iter.Seq
 		}
 		seen := map[objects.CID]bool{start: true}
 		q := &logQueue{{CID: start, Commit: cm}}
+		for _, id := range o.Islands {
+			if seen[id] {
+				continue
+			}
+			ic, err := ReadCommit(ctx, bs, id)
+			if err != nil {
+				yield(LogEntry{}, err)
+				return
+			}
+			if ic.Time <= cm.Time {
+				seen[id] = true
+				heap.Push(q, LogEntry{CID: id, Commit: ic})
+			}
+		}
 		for q.Len() > 0 {
 			if err := ctx.Err(); err != nil {
 				yield(LogEntry{}, err)
@@ -62,6 +94,10 @@ func Log(ctx context.Context, bs objects.BlockStore, start objects.CID) iter.Seq
 			}
 			for i := 0; i < len(bucket); i++ {
 				for _, p := range bucket[i].Commit.Parents {
+					if o.Cut != nil && o.Cut(bucket[i].CID, p) {
+						bucket[i].Cut = append(bucket[i].Cut, p)
+						continue
+					}
 					if seen[p] {
 						continue
 					}

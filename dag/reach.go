@@ -34,6 +34,9 @@ type WalkOptions struct {
 	// node before its subtrees and values, a chunked value's node before its
 	// chunks. An error from Visit stops the walk and is returned.
 	Visit func(c objects.CID, data []byte) error
+	// Cut, when set, names parent links a forget cut (dag/repo's
+	// checkpoints): Walk does not follow them.
+	Cut func(child, parent objects.CID) bool
 }
 
 // Walk marks every block reachable from the given commits: the commits,
@@ -70,7 +73,11 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 		if err := visit(c, data); err != nil {
 			return nil, nil, err
 		}
-		stack = append(stack, cm.Parents...)
+		for _, p := range cm.Parents {
+			if opts.Cut == nil || !opts.Cut(c, p) {
+				stack = append(stack, p)
+			}
+		}
 		trees = append(trees, cm.Tree)
 	}
 	for len(trees) > 0 {

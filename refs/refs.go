@@ -93,7 +93,8 @@ type Head struct {
 // Refs reads and moves HEADs over a Store: it encodes the records, chains
 // the operation log and checks it.
 type Refs struct {
-	s Store
+	s    Store
+	cuts CutSource
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every HEAD move
@@ -243,7 +244,15 @@ func (r *Refs) Log(ctx context.Context, agent string) iter.Seq2[Entry, error] {
 			yield(Entry{}, err)
 			return
 		}
+		cut, _, err := r.cut(ctx, agent)
+		if err != nil {
+			yield(Entry{}, err)
+			return
+		}
 		for rec, err := range r.s.LogRecords(ctx, agent) {
+			if err == nil && rec.Seq <= cut.Seq {
+				continue // cut by a forget; a trim left it behind
+			}
 			var e Entry
 			if err == nil {
 				if jerr := json.Unmarshal(rec.Data, &e); jerr != nil {
@@ -282,12 +291,19 @@ func (r *Refs) Verify(ctx context.Context, agent string) []error {
 	if err != nil {
 		return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err))
 	}
-	var prevHash string
-	var prevNew objects.CID
-	var seq uint64
+	cut, _, err := r.cut(ctx, agent)
+	if err != nil {
+		return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err))
+	}
+	// After a cut the chain is proved from the cut on: the first kept entry
+	// chains to the hash the checkpoint recorded.
+	prevHash, prevNew, seq := cut.Hash, cut.New, cut.Seq
 	for rec, err := range r.s.LogRecords(ctx, agent) {
 		if err != nil {
 			return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err))
+		}
+		if rec.Seq <= cut.Seq {
+			continue
 		}
 		seq++
 		kseq, data := rec.Seq, rec.Data

@@ -8,29 +8,22 @@ import (
 	"github.com/agentstate/agentstate/objects"
 )
 
-// Roots returns every commit a HEAD or an operation-log entry names: what
-// gc keeps and verify checks.
+// Roots returns every commit a HEAD, a kept operation-log entry, a tag or a
+// checkpoint's island names: what gc keeps and verify checks (each agent's
+// walk honouring its cuts).
 func (r *Repo) Roots(ctx context.Context) ([]objects.CID, error) {
-	heads, err := r.Refs.Agents(ctx)
+	byAgent, err := r.rootsByAgent(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[objects.CID]bool{}
 	var out []objects.CID
-	add := func(c objects.CID) {
-		if !c.IsZero() && !seen[c] {
-			seen[c] = true
-			out = append(out, c)
-		}
-	}
-	for _, h := range heads {
-		add(h.Commit)
-		for e, err := range r.Refs.Log(ctx, h.Agent) {
-			if err != nil {
-				return nil, err
+	for _, ar := range byAgent {
+		for _, c := range ar.commits {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
 			}
-			add(e.Old)
-			add(e.New)
 		}
 	}
 	return out, nil
@@ -59,11 +52,7 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 			rep.Problems = append(rep.Problems, p.Error())
 		}
 	}
-	roots, err := r.Roots(ctx)
-	if err != nil {
-		return rep, err
-	}
-	reach, problems, err := dag.Walk(ctx, r.Blocks, roots, dag.WalkOptions{VerifyValues: true})
+	reach, problems, err := r.walkAll(ctx, dag.WalkOptions{VerifyValues: true}, nil)
 	if err != nil {
 		return rep, err
 	}
@@ -93,7 +82,8 @@ type Collector interface {
 	GC(ctx context.Context, dryRun bool) (GCReport, error)
 }
 
-// GC deletes every block that no HEAD and no operation-log entry reaches. It
+// GC deletes every block that no HEAD, no kept operation-log entry, no tag
+// and no checkpoint's kept commit reaches (walking no cut parent link). It
 // refuses to run when the reachable graph has missing or corrupt blocks
 // (verify first), since it could not tell what those would have reached.
 //
@@ -104,17 +94,19 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 	if c, ok := r.Storage.(Collector); ok {
 		return c.GC(ctx, dryRun) // a served store collects in its server
 	}
-	var rep GCReport
 	release, err := r.gate.exclusive(ctx)
 	if err != nil {
-		return rep, err
+		return GCReport{}, err
 	}
 	defer release()
-	roots, err := r.Roots(ctx)
-	if err != nil {
-		return rep, err
-	}
-	reach, problems, err := dag.Walk(ctx, r.Blocks, roots, dag.WalkOptions{})
+	return r.collect(ctx, dryRun, nil)
+}
+
+// collect is gc's work, with the write gate held: overrides replaces some
+// agents' checkpoints (a forget's dry run).
+func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*Checkpoint) (GCReport, error) {
+	var rep GCReport
+	reach, problems, err := r.walkAll(ctx, dag.WalkOptions{}, overrides)
 	if err != nil {
 		return rep, err
 	}

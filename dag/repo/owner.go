@@ -269,6 +269,14 @@ func (r *Repo) undoRedoOnce(ctx context.Context, agent string, redo bool) (Undon
 		return Undone{}, err
 	}
 	target, err := refs.UndoTarget(entries, redo)
+	cut, wasCut, cerr := r.Refs.CutOf(ctx, agent)
+	if cerr != nil {
+		return Undone{}, cerr
+	}
+	if wasCut && !redo && (errors.Is(err, refs.ErrNothingUndo) || target.Seq == cut.Seq+1) {
+		// The state before the oldest kept operation was forgotten.
+		return Undone{}, fmt.Errorf("%w: agent %s: history was cut before operation %d by forget; there is nothing older to undo to", ErrHorizon, agent, cut.Seq+1)
+	}
 	if err != nil {
 		return Undone{}, fmt.Errorf("%w (agent %s)", err, agent)
 	}

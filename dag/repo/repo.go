@@ -81,8 +81,10 @@ func Open(dir string, opts Options) (*Repo, error) {
 func New(s Storage) *Repo { return wrap("", s) }
 
 func wrap(dir string, s Storage) *Repo {
-	return &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: dag.WithCommitCache(s, commitCacheSize), Tape: tape.New(s), Now: Now,
+	r := &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: dag.WithCommitCache(s, commitCacheSize), Tape: tape.New(s), Now: Now,
 		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}}
+	r.Refs.SetCuts(cutSource{r})
+	return r
 }
 
 // StatCacheStore holds the stat caches of brain directories (export's

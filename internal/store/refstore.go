@@ -113,3 +113,29 @@ func (s *Store) records(ctx context.Context, prefix []byte, rec func(key []byte)
 		}
 	}
 }
+
+// TrimLog implements refs.LogTrimmer: it deletes agent's log entries up to
+// and including seq (a forget's cut, recorded before the trim).
+func (s *Store) TrimLog(ctx context.Context, agent string, through uint64) error {
+	var keys [][]byte
+	for rec, err := range s.LogRecords(ctx, agent) {
+		if err != nil {
+			return err
+		}
+		if rec.Seq > through {
+			break
+		}
+		keys = append(keys, opKey(agent, rec.Seq))
+	}
+	if err := s.checkWrite(int64(len(keys)) * 64); err != nil {
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, k := range keys {
+		if err := wb.Delete(k); err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}

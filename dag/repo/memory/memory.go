@@ -192,3 +192,16 @@ func (s *Storage) CIDsWithPrefix(ctx context.Context, prefix []byte) ([]objects.
 	}
 	return out, nil
 }
+
+// TrimLog implements refs.LogTrimmer.
+func (s *Storage) TrimLog(ctx context.Context, agent string, through uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	log := s.logs[agent]
+	for i := range log {
+		if uint64(i+1) <= through {
+			log[i] = nil
+		}
+	}
+	return nil
+}

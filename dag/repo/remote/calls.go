@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -125,7 +126,7 @@ var calls = map[string]call{
 		if err := json.Unmarshal(q.Head, &h); err != nil {
 			return badRequest("%v", err)
 		}
-		if err := commitArg(ctx, s.r, h.Commit); err != nil {
+		if err := commitArg(ctx, s.r, q.Agent, h.Commit); err != nil {
 			return err
 		}
 		if err := s.r.Storage.SwapHead(ctx, q.Agent, q.Old, q.Seq, q.Entry, q.Head); err != nil {
@@ -197,8 +198,8 @@ var calls = map[string]call{
 		if err := metaArg(q.Name, false); err != nil {
 			return err
 		}
-		if q.Name == formatMeta {
-			return badRequest("meta record %q is the store's own", formatMeta)
+		if q.Name == formatMeta || strings.HasPrefix(q.Name, checkpointMeta) {
+			return badRequest("meta record %q is the store's own", q.Name)
 		}
 		if err := s.r.Storage.SetMeta(ctx, q.Name, q.Value); err != nil {
 			return err
@@ -217,13 +218,36 @@ var calls = map[string]call{
 		if err := metaArg(q.Name, false); err != nil {
 			return err
 		}
-		if strings.HasPrefix(formatMeta, q.Name) {
-			return badRequest("prefix %q covers meta record %q, the store's own", q.Name, formatMeta)
+		if strings.HasPrefix(formatMeta, q.Name) || strings.HasPrefix(checkpointMeta, q.Name) || strings.HasPrefix(q.Name, checkpointMeta) {
+			return badRequest("prefix %q covers meta records that are the store's own (%q, %q...)", q.Name, formatMeta, checkpointMeta)
 		}
 		if err := s.r.Storage.DeleteMetaPrefix(ctx, q.Name); err != nil {
 			return err
 		}
 		return send(&rpcwire.Resp{OK: true})
+	},
+	// Forget runs in the server, beside its writers: Value is the policy
+	// (JSON of repo.Policy), the answer's Data the report (JSON of
+	// repo.ForgetReport).
+	rpcwire.RPCForget: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		var p repo.Policy
+		dec := json.NewDecoder(bytes.NewReader(q.Value))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return badRequest("forget policy: %v", err)
+		}
+		rep, err := s.r.Forget(ctx, q.Agent, p, q.DryRun)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{Data: data})
 	},
 	rpcwire.RPCGC: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
 		rep, err := s.r.GC(ctx, q.DryRun)
@@ -270,12 +294,17 @@ func cidArg(b []byte) (objects.CID, error) {
 // client may overwrite or delete it.
 const formatMeta = "format"
 
+// checkpointMeta prefixes the forget checkpoints (dag/repo): only the
+// server's own Forget writes them, since a checkpoint decides what gc
+// deletes.
+const checkpointMeta = "checkpoint/"
+
 // commitArg checks the commit a remote HEAD move names: a commit this store
 // holds (not a value or a tree node), whose tree root and parents it holds
 // too. Anything less would leave a HEAD that verify reports broken. (The
 // blocks below the tree root are not walked: that would cost a whole tree
 // per move.)
-func commitArg(ctx context.Context, r *repo.Repo, id objects.CID) error {
+func commitArg(ctx context.Context, r *repo.Repo, agent string, id objects.CID) error {
 	if ok, err := r.Blocks.Has(ctx, id); err != nil {
 		return err
 	} else if !ok {
@@ -288,7 +317,14 @@ func commitArg(ctx context.Context, r *repo.Repo, id objects.CID) error {
 	if _, err := objects.LoadTree(ctx, r.Blocks, c.Tree); err != nil {
 		return badRequest("HEAD move to %s, whose tree %s this store does not hold: %v", id, c.Tree, err)
 	}
+	cp, _, err := r.CheckpointOf(ctx, agent)
+	if err != nil {
+		return err
+	}
 	for _, p := range c.Parents {
+		if cp.IsCut(id, p) {
+			continue // a forget cut this link: the parent is gone by design
+		}
 		if ok, err := r.Blocks.Has(ctx, p); err != nil {
 			return err
 		} else if !ok {

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -494,6 +495,24 @@ func (c *Client) WatchHeads(ctx context.Context) iter.Seq2[*refs.Record, error] 
 			}
 		}
 	}
+}
+
+// Forget runs a forget in the server, beside its writers (a
+// repo.Forgetter).
+func (c *Client) Forget(ctx context.Context, agent string, p repo.Policy, dryRun bool) (repo.ForgetReport, error) {
+	pj, err := json.Marshal(p)
+	if err != nil {
+		return repo.ForgetReport{}, err
+	}
+	r, err := c.invoke(ctx, rpcwire.RPCForget, &rpcwire.Req{Agent: agent, Value: pj, DryRun: dryRun})
+	if err != nil {
+		return repo.ForgetReport{}, err
+	}
+	var rep repo.ForgetReport
+	if err := json.Unmarshal(r.Data, &rep); err != nil {
+		return rep, fmt.Errorf("remote: forget report: %w", err)
+	}
+	return rep, nil
 }
 
 // GC runs gc in the server, beside its writers (a repo.Collector).

@@ -1,0 +1,659 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+)
+
+// Retention. An agent's states are the places its operation log moved HEAD
+// to, each with the time it got there (restic's snapshots). A forget keeps
+// the states a Policy selects, HEAD and every tagged commit, and cuts the
+// rest:
+//
+//   - the horizon is the oldest state of the newest run of kept states;
+//     everything newer (every commit a kept operation reaches whose time is
+//     not before the horizon commit's) stays whole, so the recent history
+//     reads, diffs and undoes as before;
+//   - kept states older than the horizon (a daily, a monthly, a tag) stay
+//     as islands: their trees whole, their parents cut;
+//   - the operation log is cut before the horizon's operation, and a
+//     checkpoint records what was cut, so verify proves the chain from the
+//     cut on, undo stops at the horizon, log says where history was cut, and
+//     gc walks no further than the cuts.
+//
+// The checkpoint (meta record checkpoint/<agent>) is written first, in one
+// write; trimming the log and deleting blocks follow and may be killed at
+// any instant: entries at or before the cut are ignored wherever they still
+// are, and gc deletes only what the checkpoint leaves unreachable.
+
+// ErrHorizon: an undo (or reset) would reach a state a forget cut.
+var ErrHorizon = errors.New("history horizon")
+
+// Policy selects the states a forget keeps, in restic's vocabulary. Times
+// are bucketed in UTC. HEAD and tagged commits are always kept.
+type Policy struct {
+	Last    int           `json:"last,omitempty"`    // the newest N states
+	Hourly  int           `json:"hourly,omitempty"`  // the newest state of each of the last N hours that have one
+	Daily   int           `json:"daily,omitempty"`   // ... days
+	Weekly  int           `json:"weekly,omitempty"`  // ... ISO weeks
+	Monthly int           `json:"monthly,omitempty"` // ... months
+	Yearly  int           `json:"yearly,omitempty"`  // ... years
+	Within  time.Duration `json:"within,omitempty"`  // every state within this of the newest
+}
+
+// IsZero says the policy keeps nothing but HEAD and tags.
+func (p Policy) IsZero() bool {
+	return p.Last == 0 && p.Hourly == 0 && p.Daily == 0 && p.Weekly == 0 && p.Monthly == 0 && p.Yearly == 0 && p.Within == 0
+}
+
+// String is the policy as forget's flags.
+func (p Policy) String() string {
+	var parts []string
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"last", p.Last}, {"hourly", p.Hourly}, {"daily", p.Daily}, {"weekly", p.Weekly}, {"monthly", p.Monthly}, {"yearly", p.Yearly}} {
+		if f.n != 0 {
+			parts = append(parts, fmt.Sprintf("--keep-%s %d", f.name, f.n))
+		}
+	}
+	if p.Within != 0 {
+		parts = append(parts, "--keep-within "+p.Within.String())
+	}
+	if len(parts) == 0 {
+		return "HEAD and tags only"
+	}
+	return strings.Join(parts, " ")
+}
+
+// State is one place an agent's HEAD was: an operation (Seq; 0 for an
+// island kept from an earlier forget or a tag) and when.
+type State struct {
+	Seq    uint64      `json:"seq,omitempty"`
+	Commit objects.CID `json:"commit"`
+	Time   int64       `json:"time"`
+	Tag    string      `json:"tag,omitempty"`
+}
+
+// selectStates returns, for states newest first, which the policy keeps
+// (restic's rules: each --keep-X N keeps the newest state of each of the N
+// newest X-buckets that have one; -1 means every bucket).
+func selectStates(states []State, p Policy) []bool {
+	keep := make([]bool, len(states))
+	if len(states) == 0 {
+		return keep
+	}
+	for i := range states {
+		if p.Last < 0 || i < p.Last {
+			keep[i] = true
+		}
+		if p.Within > 0 && states[0].Time-states[i].Time <= int64(p.Within/time.Second) {
+			keep[i] = true
+		}
+	}
+	buckets := []struct {
+		n   int
+		key func(t time.Time) string
+	}{
+		{p.Hourly, func(t time.Time) string { return t.Format("2006-01-02T15") }},
+		{p.Daily, func(t time.Time) string { return t.Format("2006-01-02") }},
+		{p.Weekly, func(t time.Time) string { y, w := t.ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) }},
+		{p.Monthly, func(t time.Time) string { return t.Format("2006-01") }},
+		{p.Yearly, func(t time.Time) string { return t.Format("2006") }},
+	}
+	for _, b := range buckets {
+		if b.n == 0 {
+			continue
+		}
+		last, n := "", 0
+		for i, s := range states {
+			k := b.key(time.Unix(s.Time, 0).UTC())
+			if k == last {
+				continue
+			}
+			if b.n > 0 && n >= b.n {
+				break
+			}
+			last, n = k, n+1
+			keep[i] = true
+		}
+	}
+	return keep
+}
+
+// CutLink is a commit whose parents a forget cut.
+type CutLink struct {
+	Commit  objects.CID   `json:"commit"`
+	Parents []objects.CID `json:"parents"`
+}
+
+// Checkpoint records an agent's last forget: what was kept, where the log
+// was cut and which parent links lead into what is gone.
+type Checkpoint struct {
+	Agent       string      `json:"agent"`
+	Time        int64       `json:"time"`
+	Policy      string      `json:"policy"`
+	Cut         refs.Cut    `json:"cut"`
+	At          uint64      `json:"at"`      // the newest operation when the forget ran
+	Horizon     objects.CID `json:"horizon"` // the oldest state of the kept run
+	HorizonTime int64       `json:"horizonTime"`
+	Islands     []State     `json:"islands"` // kept states older than the horizon
+	Cuts        []CutLink   `json:"cuts"`
+	// Forgotten counts, over every forget so far, the operations and commits
+	// cut.
+	ForgottenOps     uint64 `json:"forgottenOps"`
+	ForgottenCommits uint64 `json:"forgottenCommits"`
+
+	cut map[objects.CID]map[objects.CID]bool
+}
+
+func checkpointName(agent string) string { return "checkpoint/" + agent }
+
+// CheckpointOf returns agent's checkpoint; ok is false when it was never
+// forgotten.
+func (r *Repo) CheckpointOf(ctx context.Context, agent string) (*Checkpoint, bool, error) {
+	data, ok, err := r.Storage.GetMeta(ctx, checkpointName(agent))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	var cp Checkpoint
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return nil, false, fmt.Errorf("repo: checkpoint of %q unreadable: %w", agent, err)
+	}
+	if cp.Agent != agent {
+		return nil, false, fmt.Errorf("repo: checkpoint of %q names agent %q", agent, cp.Agent)
+	}
+	cp.index()
+	return &cp, true, nil
+}
+
+func (cp *Checkpoint) index() {
+	cp.cut = map[objects.CID]map[objects.CID]bool{}
+	for _, l := range cp.Cuts {
+		m := cp.cut[l.Commit]
+		if m == nil {
+			m = map[objects.CID]bool{}
+			cp.cut[l.Commit] = m
+		}
+		for _, p := range l.Parents {
+			m[p] = true
+		}
+	}
+}
+
+// IsCut reports whether the link from child to parent was cut.
+func (cp *Checkpoint) IsCut(child, parent objects.CID) bool {
+	if cp == nil {
+		return false
+	}
+	return cp.cut[child][parent]
+}
+
+// cutSource gives Refs the cuts checkpoints record.
+type cutSource struct{ r *Repo }
+
+func (s cutSource) Cut(ctx context.Context, agent string) (refs.Cut, bool, error) {
+	cp, ok, err := s.r.CheckpointOf(ctx, agent)
+	if err != nil || !ok {
+		return refs.Cut{}, false, err
+	}
+	return cp.Cut, true, nil
+}
+
+// LogOptions returns how dag.LogWith walks agent's history: around its
+// cuts, with its islands.
+func (r *Repo) LogOptions(ctx context.Context, agent string) (dag.LogOptions, *Checkpoint, error) {
+	cp, ok, err := r.CheckpointOf(ctx, agent)
+	if err != nil || !ok {
+		return dag.LogOptions{}, nil, err
+	}
+	o := dag.LogOptions{Cut: cp.IsCut}
+	for _, s := range cp.Islands {
+		o.Islands = append(o.Islands, s.Commit)
+	}
+	return o, cp, nil
+}
+
+// Tags. A tag names a commit of an agent to keep: forget keeps it, gc
+// keeps what it reaches. Meta record tag/<agent>/<name> holds the CID.
+
+func tagName(agent, name string) string { return "tag/" + agent + "/" + name }
+
+// SetTag names commit c of agent's history name (replacing a tag of that
+// name).
+func (r *Repo) SetTag(ctx context.Context, agent, name string, c objects.CID) error {
+	if err := refs.ValidateAgent(agent); err != nil {
+		return err
+	}
+	if err := refs.ValidateAgent(name); err != nil {
+		return fmt.Errorf("tag name: %w", err)
+	}
+	if _, err := r.Commit(ctx, c); err != nil {
+		return err
+	}
+	return r.Storage.SetMeta(ctx, tagName(agent, name), []byte(c.String()))
+}
+
+// DeleteTag removes a tag; it is not an error if there is none.
+func (r *Repo) DeleteTag(ctx context.Context, agent, name string) (bool, error) {
+	if err := refs.ValidateAgent(name); err != nil {
+		return false, fmt.Errorf("tag name: %w", err)
+	}
+	_, ok, err := r.Storage.GetMeta(ctx, tagName(agent, name))
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, r.Storage.DeleteMetaPrefix(ctx, tagName(agent, name))
+}
+
+// Tag is a named commit.
+type Tag struct {
+	Name   string      `json:"name"`
+	Commit objects.CID `json:"commit"`
+}
+
+// Tags returns agent's tags ("" for every agent's), in name order.
+func (r *Repo) Tags(ctx context.Context, agent string) (map[string][]Tag, error) {
+	prefix := "tag/"
+	if agent != "" {
+		prefix += agent + "/"
+	}
+	out := map[string][]Tag{}
+	err := r.Storage.MetaPrefix(ctx, prefix, func(name string, v []byte) error {
+		rest := strings.TrimPrefix(name, "tag/")
+		a, n, ok := strings.Cut(rest, "/")
+		if !ok || (agent != "" && a != agent) || strings.Contains(n, "/") {
+			return nil
+		}
+		c, err := objects.ParseCID(string(v))
+		if err != nil {
+			return fmt.Errorf("repo: tag %s of %s: %w", n, a, err)
+		}
+		out[a] = append(out[a], Tag{Name: n, Commit: c})
+		return nil
+	})
+	return out, err
+}
+
+// agentRoots is one agent's part of the roots: the commits gc keeps and
+// verify checks for it, and the cuts to honour when walking from them.
+type agentRoots struct {
+	agent   string
+	commits []objects.CID
+	cp      *Checkpoint
+}
+
+// rootsByAgent returns, per agent, HEAD, the commits its kept operations
+// name (those after its cut, but not the state before the horizon), its
+// islands and tags.
+func (r *Repo) rootsByAgent(ctx context.Context, overrides map[string]*Checkpoint) ([]agentRoots, error) {
+	heads, err := r.Refs.Agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := r.Tags(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []agentRoots
+	for _, h := range heads {
+		ar := agentRoots{agent: h.Agent}
+		cp, _, err := r.CheckpointOf(ctx, h.Agent)
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := overrides[h.Agent]; ok {
+			cp = o
+		}
+		ar.cp = cp
+		seen := map[objects.CID]bool{}
+		add := func(c objects.CID) {
+			if !c.IsZero() && !seen[c] {
+				seen[c] = true
+				ar.commits = append(ar.commits, c)
+			}
+		}
+		add(h.Commit)
+		for e, err := range r.Refs.Log(ctx, h.Agent) {
+			if err != nil {
+				return nil, err
+			}
+			if cp != nil && e.Seq <= cp.Cut.Seq {
+				continue
+			}
+			if cp == nil || e.Seq != cp.Cut.Seq+1 {
+				add(e.Old) // the horizon operation's Old is the state before it: cut
+			}
+			add(e.New)
+		}
+		if cp != nil {
+			for _, s := range cp.Islands {
+				add(s.Commit)
+			}
+		}
+		for _, t := range tags[h.Agent] {
+			add(t.Commit)
+		}
+		out = append(out, ar)
+	}
+	return out, nil
+}
+
+// walkAll walks every agent's roots with its cuts and returns the union.
+func (r *Repo) walkAll(ctx context.Context, opts dag.WalkOptions, overrides map[string]*Checkpoint) (dag.Reach, []dag.Problem, error) {
+	byAgent, err := r.rootsByAgent(ctx, overrides)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Agents never forgotten walk together.
+	var plain []objects.CID
+	reach := dag.Reach{}
+	var problems []dag.Problem
+	merge := func(rc dag.Reach, ps []dag.Problem) {
+		for c := range rc {
+			reach[c] = struct{}{}
+		}
+		problems = append(problems, ps...)
+	}
+	for _, ar := range byAgent {
+		if ar.cp == nil {
+			plain = append(plain, ar.commits...)
+			continue
+		}
+		o := opts
+		o.Cut = ar.cp.IsCut
+		rc, ps, err := dag.Walk(ctx, r.Blocks, ar.commits, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		merge(rc, ps)
+	}
+	rc, ps, err := dag.Walk(ctx, r.Blocks, plain, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	merge(rc, ps)
+	return reach, problems, nil
+}
+
+// ForgetReport says what a forget kept and cut.
+type ForgetReport struct {
+	Agent      string      `json:"agent"`
+	Policy     string      `json:"policy"`
+	States     int         `json:"states"`     // states considered (operations after the last cut, islands, tags)
+	KeptStates int         `json:"keptStates"` // kept (HEAD, policy, tags)
+	Horizon    objects.CID `json:"horizon"`    // the oldest state of the kept run
+	Islands    int         `json:"islands"`    // kept states older than the horizon
+	CutOps     uint64      `json:"cutOps"`     // operations cut from the log now
+	CutCommits int         `json:"cutCommits"` // commits no longer in the kept history
+	Unchanged  bool        `json:"unchanged"`  // nothing to cut
+	DryRun     bool        `json:"dryRun"`
+	Forgotten  []State     `json:"forgotten"` // the states cut, newest first
+	GC         GCReport    `json:"gc"`        // what the prune freed (or would)
+}
+
+// Forget applies policy p to agent: it writes the agent's checkpoint, trims
+// its operation log and deletes the blocks nothing kept reaches (all
+// agents' garbage, as gc does). With dryRun it changes nothing and reports
+// what would go and the bytes that would be freed.
+//
+// Like gc it waits for the writers in flight and holds new ones back while
+// it runs, so a task landing beside it never loses a block it is about to
+// make reachable; the caller must not hold the write gate.
+func (r *Repo) Forget(ctx context.Context, agent string, p Policy, dryRun bool) (ForgetReport, error) {
+	if f, ok := r.Storage.(Forgetter); ok {
+		return f.Forget(ctx, agent, p, dryRun) // a served store forgets in its server
+	}
+	release, err := r.gate.exclusive(ctx)
+	if err != nil {
+		return ForgetReport{}, err
+	}
+	defer release()
+	defer r.moves.lock(agent)()
+	rep, cp, err := r.planForget(ctx, agent, p)
+	if err != nil {
+		return rep, err
+	}
+	rep.DryRun = dryRun
+	if dryRun {
+		rep.GC, err = r.collect(ctx, true, map[string]*Checkpoint{agent: cp})
+		return rep, err
+	}
+	if !rep.Unchanged {
+		data, err := json.Marshal(cp)
+		if err != nil {
+			return rep, err
+		}
+		if err := r.Storage.SetMeta(ctx, checkpointName(agent), data); err != nil {
+			return rep, fmt.Errorf("forget: writing the checkpoint of %q (nothing was cut): %w", agent, err)
+		}
+		if t, ok := r.Storage.(refs.LogTrimmer); ok && cp.Cut.Seq > 0 {
+			if err := t.TrimLog(ctx, agent, cp.Cut.Seq); err != nil {
+				return rep, fmt.Errorf("forget: trimming the log of %q (the checkpoint is written; run forget again): %w", agent, err)
+			}
+		}
+	}
+	rep.GC, err = r.collect(ctx, false, nil)
+	return rep, err
+}
+
+// Forgetter is an optional ability of a Storage that forgets in its own
+// process: a served store's client.
+type Forgetter interface {
+	Forget(ctx context.Context, agent string, p Policy, dryRun bool) (ForgetReport, error)
+}
+
+// planForget computes agent's new checkpoint under p.
+func (r *Repo) planForget(ctx context.Context, agent string, p Policy) (ForgetReport, *Checkpoint, error) {
+	rep := ForgetReport{Agent: agent, Policy: p.String()}
+	h, err := r.Refs.Head(ctx, agent)
+	if err != nil {
+		return rep, nil, err
+	}
+	old, _, err := r.CheckpointOf(ctx, agent)
+	if err != nil {
+		return rep, nil, err
+	}
+	entries, err := r.Refs.Entries(ctx, agent)
+	if err != nil {
+		return rep, nil, err
+	}
+	if len(entries) == 0 {
+		return rep, nil, fmt.Errorf("forget: agent %s has no operations", agent)
+	}
+	tagged, err := r.Tags(ctx, agent)
+	if err != nil {
+		return rep, nil, err
+	}
+	// The states, newest first: the operations, then earlier islands.
+	var states []State
+	for i := len(entries) - 1; i >= 0; i-- {
+		states = append(states, State{Seq: entries[i].Seq, Commit: entries[i].New, Time: entries[i].Time})
+	}
+	if old != nil {
+		for _, s := range old.Islands {
+			if s.Tag == "" {
+				states = append(states, s)
+			}
+		}
+	}
+	keep := selectStates(states, p)
+	keep[0] = true // HEAD's operation
+	rep.States = len(states)
+	// The horizon: the oldest operation of the newest run of kept ones.
+	j := 0
+	for j+1 < len(entries) && keep[j+1] {
+		j++
+	}
+	hz := entries[len(entries)-1-j]
+	hc, err := r.Commit(ctx, hz.New)
+	if err != nil {
+		return rep, nil, err
+	}
+	cp := &Checkpoint{Agent: agent, Time: r.Now(), Policy: p.String(), At: entries[len(entries)-1].Seq,
+		Horizon: hz.New, HorizonTime: hc.Time}
+	if old != nil {
+		cp.Cut, cp.ForgottenOps, cp.ForgottenCommits = old.Cut, old.ForgottenOps, old.ForgottenCommits
+	}
+	if hz.Seq > cp.Cut.Seq+1 {
+		cp.Cut = refs.Cut{Seq: hz.Seq - 1, Hash: hz.Prev, New: hz.Old}
+		rep.CutOps = hz.Seq - 1 - (func() uint64 {
+			if old != nil {
+				return old.Cut.Seq
+			}
+			return 0
+		})()
+	}
+	cp.ForgottenOps += rep.CutOps
+	// Islands: kept states older than the horizon, and tags.
+	islandSeen := map[objects.CID]bool{}
+	for i, s := range states {
+		if i <= j {
+			continue
+		}
+		if keep[i] && !islandSeen[s.Commit] {
+			islandSeen[s.Commit] = true
+			cp.Islands = append(cp.Islands, s)
+			continue
+		}
+		if !keep[i] {
+			rep.Forgotten = append(rep.Forgotten, s)
+		}
+	}
+	for _, t := range tagged[agent] {
+		if !islandSeen[t.Commit] {
+			tc, err := r.Commit(ctx, t.Commit)
+			if err != nil {
+				return rep, nil, fmt.Errorf("forget: tag %s: %w", t.Name, err)
+			}
+			islandSeen[t.Commit] = true
+			cp.Islands = append(cp.Islands, State{Commit: t.Commit, Time: tc.Time, Tag: t.Name})
+		}
+	}
+	rep.KeptStates = j + 1 + len(cp.Islands)
+	rep.Horizon, rep.Islands = cp.Horizon, len(cp.Islands)
+	// The kept commits: from every root of the kept run, every commit whose
+	// time is not before the horizon's; from the islands, themselves. Every
+	// other parent link of a kept commit is cut.
+	roots := []objects.CID{h.Commit}
+	for _, e := range entries[len(entries)-1-j:] {
+		if e.Seq != hz.Seq {
+			roots = append(roots, e.Old)
+		}
+		roots = append(roots, e.New)
+	}
+	kept := map[objects.CID]bool{}
+	for _, s := range cp.Islands {
+		kept[s.Commit] = true
+	}
+	cuts := map[objects.CID][]objects.CID{}
+	var stack []objects.CID
+	for _, c := range roots {
+		if !c.IsZero() && !kept[c] {
+			kept[c] = true
+			stack = append(stack, c)
+		}
+	}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		cm, err := r.Commit(ctx, c)
+		if err != nil {
+			return rep, nil, err
+		}
+		for _, pc := range cm.Parents {
+			if kept[pc] {
+				continue
+			}
+			if old.IsCut(c, pc) {
+				cuts[c] = append(cuts[c], pc)
+				continue
+			}
+			pcm, err := r.Commit(ctx, pc)
+			if err != nil {
+				return rep, nil, err
+			}
+			if pcm.Time < cp.HorizonTime {
+				cuts[c] = append(cuts[c], pc)
+				continue
+			}
+			kept[pc] = true
+			stack = append(stack, pc)
+		}
+	}
+	for _, s := range cp.Islands {
+		cm, err := r.Commit(ctx, s.Commit)
+		if err != nil {
+			return rep, nil, err
+		}
+		for _, pc := range cm.Parents {
+			if !kept[pc] {
+				cuts[s.Commit] = append(cuts[s.Commit], pc)
+			}
+		}
+	}
+	for c, ps := range cuts {
+		cp.Cuts = append(cp.Cuts, CutLink{Commit: c, Parents: ps})
+	}
+	slices.SortFunc(cp.Cuts, func(a, b CutLink) int { return a.Commit.Compare(b.Commit) })
+	slices.SortFunc(cp.Islands, func(a, b State) int { return int(b.Time - a.Time) })
+	// Commits cut now: those the agent's history held before and not after.
+	before, err := r.historyCommits(ctx, agent, old)
+	if err != nil {
+		return rep, nil, err
+	}
+	for c := range before {
+		if !kept[c] {
+			rep.CutCommits++
+		}
+	}
+	cp.ForgottenCommits += uint64(rep.CutCommits)
+	rep.Unchanged = rep.CutOps == 0 && rep.CutCommits == 0 && old != nil && len(old.Islands) == len(cp.Islands)
+	if old == nil && rep.CutOps == 0 && rep.CutCommits == 0 {
+		rep.Unchanged = true
+	}
+	cp.index()
+	return rep, cp, nil
+}
+
+// historyCommits returns the commits agent's history holds under cp.
+func (r *Repo) historyCommits(ctx context.Context, agent string, cp *Checkpoint) (map[objects.CID]bool, error) {
+	byAgent, err := r.rootsByAgent(ctx, map[string]*Checkpoint{agent: cp})
+	if err != nil {
+		return nil, err
+	}
+	out := map[objects.CID]bool{}
+	for _, ar := range byAgent {
+		if ar.agent != agent {
+			continue
+		}
+		stack := slices.Clone(ar.commits)
+		for len(stack) > 0 {
+			c := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if out[c] {
+				continue
+			}
+			out[c] = true
+			cm, err := r.Commit(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range cm.Parents {
+				if !cp.IsCut(c, p) {
+					stack = append(stack, p)
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,229 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/objects"
+)
+
+// history writes n puts to agent, one an hour from a fixed start; every put
+// changes "big" (a value of its own) and "n". It returns the commits, oldest
+// first.
+func hourly(t *testing.T, r *repo.Repo, clock *int64, agent string, n int) []objects.CID {
+	t.Helper()
+	var out []objects.CID
+	for i := range n {
+		*clock += 3600
+		out = append(out, mustPut(t, r, agent, "big", strings.Repeat(fmt.Sprint(i), 1000)))
+		*clock += 1
+		out = append(out, mustPut(t, r, agent, "n", fmt.Sprint(i)))
+	}
+	return out
+}
+
+func logOf(t *testing.T, r *repo.Repo, agent string) []dag.LogEntry {
+	t.Helper()
+	ctx := context.Background()
+	o, _, err := r.LogOptions(ctx, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []dag.LogEntry
+	for le, err := range dag.LogWith(ctx, r.Blocks, headOf(t, r, agent), o) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, le)
+	}
+	return out
+}
+
+func verifyClean(t *testing.T, r *repo.Repo) {
+	t.Helper()
+	rep, err := r.Verify(context.Background())
+	if err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+}
+
+func TestForgetKeepLast(t *testing.T) {
+	owners(t, func(t *testing.T, r *repo.Repo) {
+		ctx := context.Background()
+		clock := int64(1_700_000_000)
+		r = r.WithClock(func() int64 { return clock })
+		cs := hourly(t, r, &clock, "a", 20) // 40 commits, 40 operations
+		hashes := map[objects.CID]objects.BundleHash{}
+		for _, c := range cs {
+			h, err := r.CommitBundleHash(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hashes[c] = h
+		}
+		dry, err := r.Forget(ctx, "a", repo.Policy{Last: 5}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dry.GC.Deleted == 0 || dry.CutOps != 35 || len(dry.Forgotten) != 35 {
+			t.Fatalf("dry run: %+v", dry)
+		}
+		if got := len(logOf(t, r, "a")); got != 40 {
+			t.Fatalf("a dry run changed the log: %d commits", got)
+		}
+		rep, err := r.Forget(ctx, "a", repo.Policy{Last: 5}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.GC.Deleted != dry.GC.Deleted || rep.GC.BytesFreed != dry.GC.BytesFreed || rep.Horizon != cs[35] {
+			t.Fatalf("forget %+v, dry run said %+v", rep, dry)
+		}
+		verifyClean(t, r)
+		// The log: the five kept states, the oldest marked as cut.
+		log := logOf(t, r, "a")
+		if len(log) != 5 || log[4].CID != cs[35] || len(log[4].Cut) != 1 || log[4].Cut[0] != cs[34] {
+			t.Fatalf("log after forget: %d entries, last %+v", len(log), log[len(log)-1])
+		}
+		// Every kept commit reads as before.
+		for _, c := range cs[35:] {
+			if h, err := r.CommitBundleHash(ctx, c); err != nil || h != hashes[c] {
+				t.Fatalf("kept commit %s: %v %v", c.Short(), h, err)
+			}
+		}
+		if _, err := r.Tree(ctx, cs[20]); err == nil {
+			t.Fatal("a forgotten commit's tree still reads")
+		}
+		// The log is cut: verify proves it from the cut; undo stops at the
+		// horizon.
+		es, err := r.Refs.Entries(ctx, "a")
+		if err != nil || len(es) != 5 || es[0].Seq != 36 {
+			t.Fatalf("entries after forget: %d %v", len(es), err)
+		}
+		for range 4 {
+			if _, err := r.Undo(ctx, "a"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if headOf(t, r, "a") != cs[35] {
+			t.Fatal("undo did not walk back to the horizon")
+		}
+		if _, err := r.Undo(ctx, "a"); !errors.Is(err, repo.ErrHorizon) {
+			t.Fatalf("undo past the horizon: %v", err)
+		}
+		verifyClean(t, r)
+		// New work after a forget, then a second forget.
+		clock += 3600
+		mustPut(t, r, "a", "later", "x")
+		if _, err := r.Forget(ctx, "a", repo.Policy{Last: 2}, false); err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, r)
+		if _, err := r.GC(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, r)
+	})
+}
+
+func TestForgetIslandsTagsAndForks(t *testing.T) {
+	owners(t, func(t *testing.T, r *repo.Repo) {
+		ctx := context.Background()
+		clock := int64(1_700_000_000)
+		r = r.WithClock(func() int64 { return clock })
+		cs := hourly(t, r, &clock, "a", 48) // two days of hourly states
+		if err := r.SetTag(ctx, "a", "golden", cs[30]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Fork(ctx, "a", cs[10], "b"); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := r.Forget(ctx, "a", repo.Policy{Last: 3, Daily: 3}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, r)
+		// Kept: the last 3 states, the last state of each day (two days and
+		// the first), and the tag.
+		if rep.Islands < 3 {
+			t.Fatalf("islands %+v", rep)
+		}
+		log := logOf(t, r, "a")
+		var inLog []objects.CID
+		for _, le := range log {
+			inLog = append(inLog, le.CID)
+		}
+		if !contains(inLog, cs[30]) {
+			t.Fatalf("the tagged commit is not in the log: %v", inLog)
+		}
+		if _, err := r.Tree(ctx, cs[30]); err != nil {
+			t.Fatalf("tagged commit: %v", err)
+		}
+		// b forked at cs[10]: its history is whole.
+		n := 0
+		for _, err := range dag.Log(ctx, r.Blocks, headOf(t, r, "b")) {
+			if err != nil {
+				t.Fatalf("b's history after a's forget: %v", err)
+			}
+			n++
+		}
+		if n != 11 {
+			t.Fatalf("b's log has %d commits, want 11", n)
+		}
+		// Deleting the tag lets the next forget take it.
+		if ok, err := r.DeleteTag(ctx, "a", "golden"); err != nil || !ok {
+			t.Fatal(err)
+		}
+		if _, err := r.Forget(ctx, "a", repo.Policy{Last: 3}, false); err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, r)
+		if _, err := r.Tree(ctx, cs[30]); err == nil {
+			t.Fatal("an untagged, unkept commit survived forget")
+		}
+	})
+}
+
+// A checkpoint written and nothing else (a forget killed before trimming
+// and deleting) verifies clean, and the next forget or gc finishes the job.
+func TestForgetInterrupted(t *testing.T) {
+	owners(t, func(t *testing.T, r *repo.Repo) {
+		ctx := context.Background()
+		clock := int64(1_700_000_000)
+		r = r.WithClock(func() int64 { return clock })
+		hourly(t, r, &clock, "a", 10)
+		if err := r.WriteCheckpointOnly(ctx, "a", repo.Policy{Last: 2}); err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, r)
+		es, err := r.Refs.Entries(ctx, "a")
+		if err != nil || len(es) != 2 {
+			t.Fatalf("entries with the checkpoint written: %d %v", len(es), err)
+		}
+		gc, err := r.GC(ctx, false)
+		if err != nil || gc.Deleted == 0 {
+			t.Fatalf("gc after an interrupted forget: %+v %v", gc, err)
+		}
+		verifyClean(t, r)
+		if _, err := r.Forget(ctx, "a", repo.Policy{Last: 2}, false); err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, r)
+	})
+}
+
+func contains(cs []objects.CID, c objects.CID) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+var _ = time.Second
