@@ -227,3 +227,50 @@ func contains(cs []objects.CID, c objects.CID) bool {
 }
 
 var _ = time.Second
+
+func TestDiskUsage(t *testing.T) {
+	owners(t, func(t *testing.T, r *repo.Repo) {
+		ctx := context.Background()
+		clock := int64(1_700_000_000)
+		r = r.WithClock(func() int64 { return clock })
+		cs := hourly(t, r, &clock, "a", 10)
+		u, err := r.DiskUsage(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Commits) != 20 || u.Commits[0].CID != cs[19] || u.Commits[19].CID != cs[0] {
+			t.Fatalf("commits %d", len(u.Commits))
+		}
+		var added int64
+		for _, c := range u.Commits {
+			if c.Size != c.Added+c.Shared || c.Added <= 0 {
+				t.Fatalf("commit %+v", c)
+			}
+			added += c.Added
+		}
+		// Every live block was added by exactly one commit.
+		if added != u.Store.LiveBytes || u.Store.Reclaimable != 0 || u.Store.Bytes != u.Store.LiveBytes {
+			t.Fatalf("added %d, store %+v", added, u.Store)
+		}
+		// "big" had 10 values of 1000 bytes; "n" 10 of one byte.
+		if len(u.Keys) != 2 || u.Keys[0].Key != "big" || u.Keys[0].Versions != 10 || u.Keys[0].Bytes != 10000 || u.Keys[0].Current != 1000 {
+			t.Fatalf("keys %+v", u.Keys)
+		}
+		// After a forget planned but not yet pruned, the cut blocks are
+		// reclaimable.
+		if err := r.WriteCheckpointOnly(ctx, "a", repo.Policy{Last: 2}); err != nil {
+			t.Fatal(err)
+		}
+		u2, err := r.DiskUsage(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gc, err := r.GC(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u2.Store.ReclaimableBytes != gc.BytesFreed || u2.Store.Reclaimable != gc.Deleted || len(u2.Commits) != 2 {
+			t.Fatalf("after the checkpoint: %+v, gc would free %+v, %d commits", u2.Store, gc, len(u2.Commits))
+		}
+	})
+}
