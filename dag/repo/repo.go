@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentstate/agentstate/dag"
@@ -164,7 +165,29 @@ func (r *Repo) withPrefix(ctx context.Context, prefix []byte) ([]objects.CID, er
 
 // Resolve resolves a revision for agent.
 func (r *Repo) Resolve(ctx context.Context, agent, rev string) (objects.CID, error) {
-	return r.Resolver().Resolve(ctx, agent, rev)
+	return r.Resolver().Resolve(ctx, agent, r.expandTag(ctx, agent, rev))
+}
+
+// expandTag replaces a revision's base with the commit a tag of that name
+// names (NAME, NAME~2, AGENT@NAME^2), so tags work wherever revisions do.
+func (r *Repo) expandTag(ctx context.Context, agent, rev string) string {
+	prefix, base := "", rev
+	if i := strings.IndexByte(base, '@'); i >= 0 {
+		prefix, base = base[:i+1], base[i+1:]
+		agent = prefix[:i]
+	}
+	suffix := ""
+	if j := strings.IndexAny(base, "~^"); j >= 0 {
+		base, suffix = base[:j], base[j:]
+	}
+	if base == "" || base == "HEAD" || refs.ValidateAgent(agent) != nil || refs.ValidateAgent(base) != nil {
+		return rev
+	}
+	v, ok, err := r.Storage.GetMeta(ctx, tagName(agent, base))
+	if err != nil || !ok {
+		return rev
+	}
+	return prefix + string(v) + suffix
 }
 
 // ResolveCommit resolves a revision for agent and reads the commit it names.

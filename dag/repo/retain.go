@@ -523,10 +523,6 @@ func (r *Repo) planForget(ctx context.Context, agent string, p Policy) (ForgetRe
 		if keep[i] && !islandSeen[s.Commit] {
 			islandSeen[s.Commit] = true
 			cp.Islands = append(cp.Islands, s)
-			continue
-		}
-		if !keep[i] {
-			rep.Forgotten = append(rep.Forgotten, s)
 		}
 	}
 	for _, t := range tagged[agent] {
@@ -599,6 +595,12 @@ func (r *Repo) planForget(ctx context.Context, agent string, p Policy) (ForgetRe
 			if !kept[pc] {
 				cuts[s.Commit] = append(cuts[s.Commit], pc)
 			}
+		}
+	}
+	// The states cut: those whose commit nothing kept holds.
+	for i, s := range states {
+		if i > j && !keep[i] && !kept[s.Commit] {
+			rep.Forgotten = append(rep.Forgotten, s)
 		}
 	}
 	for c, ps := range cuts {

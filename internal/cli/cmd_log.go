@@ -40,9 +40,13 @@ func (e *env) runLog(c *cli.Context) error {
 			return err
 		}
 		head, _ := r.Refs.Head(e.ctx, e.agent)
+		lo, cp, err := r.LogOptions(e.ctx, e.agent)
+		if err != nil {
+			return err
+		}
 		var out []logJSON
 		n := 0
-		for le, err := range dag.Log(e.ctx, r.Blocks, start) {
+		for le, err := range dag.LogWith(e.ctx, r.Blocks, start, lo) {
 			if err != nil {
 				return err
 			}
@@ -64,6 +68,9 @@ func (e *env) runLog(c *cli.Context) error {
 				continue
 			}
 			e.printLogEntry(le, c.Bool("oneline"), n, head.Commit)
+			if len(le.Cut) > 0 {
+				e.printCut(cp, c.Bool("oneline"))
+			}
 		}
 		if c.Bool("json") {
 			if out == nil {
@@ -127,6 +134,17 @@ func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline boo
 		return nil // interrupted: the normal way to stop
 	}
 	return nil
+}
+
+// printCut says that history below the last commit printed was cut.
+func (e *env) printCut(cp *repo.Checkpoint, oneline bool) {
+	line := fmt.Sprintf("history cut here by forget at %s (%s); %d older operations and %d commits forgotten in all",
+		fmtTime(cp.Time), cp.Policy, cp.ForgottenOps, cp.ForgottenCommits)
+	if oneline {
+		fmt.Fprintln(e.stdout, e.paint("2", "~~ "+line))
+		return
+	}
+	fmt.Fprintf(e.stdout, "%s\n\n", e.paint("2", "    ~~ "+line+" ~~"))
 }
 
 // isServed reports whether other processes can move r's HEADs: the command

@@ -144,6 +144,9 @@ func (e *env) checkReceipt(rc *runtime.Receipt, keys []ed25519.PublicKey, r *rep
 		return "", nil
 	}
 	if has, _ := r.Blocks.Has(e.ctx, rc.Commit); !has {
+		if cp, ok, _ := r.CheckpointOf(e.ctx, rc.Agent); ok {
+			return fmt.Sprintf("commit forgotten (history cut by forget at %s); the receipt stays as the audit trail", fmtTime(cp.Time)), nil
+		}
 		return "commit not in this store (restored from a snapshot)", nil
 	}
 	h, err := r.CommitBundleHash(e.ctx, rc.Commit)

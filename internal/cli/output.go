@@ -52,6 +52,8 @@ type logJSON struct {
 	Message    string            `json:"message"`
 	Metadata   map[string]string `json:"metadata"`
 	BundleHash string            `json:"bundleHash"`
+	// Cut lists the parents a forget cut: history below them is gone.
+	Cut []objects.CID `json:"cut,omitempty"`
 }
 
 func (e *env) logJSON(r *repo.Repo, le dag.LogEntry) (logJSON, error) {
@@ -68,7 +70,7 @@ func (e *env) logJSON(r *repo.Repo, le dag.LogEntry) (logJSON, error) {
 		meta = map[string]string{}
 	}
 	return logJSON{CID: le.CID, Parents: parents, Tree: le.Commit.Tree, Time: le.Commit.Time,
-		Message: le.Commit.Message, Metadata: meta, BundleHash: h.String()}, nil
+		Message: le.Commit.Message, Metadata: meta, BundleHash: h.String(), Cut: le.Cut}, nil
 }
 
 func (e *env) printCommit(le dag.LogEntry, head bool) {

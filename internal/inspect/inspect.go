@@ -518,6 +518,9 @@ func (v *View) checkReceipt(ctx context.Context, rc *runtime.Receipt, keys []ed2
 		return "", err
 	}
 	if has, _ := v.R.Blocks.Has(ctx, rc.Commit); !has {
+		if _, cut, _ := v.R.CheckpointOf(ctx, rc.Agent); cut {
+			return "commit forgotten (history cut by forget); the receipt stays as the audit trail", nil
+		}
 		return "commit not in this store (restored from a snapshot)", nil
 	}
 	h, err := v.R.CommitBundleHash(ctx, rc.Commit)

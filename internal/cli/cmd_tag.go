@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/urfave/cli/v2"
+)
+
+func newTagCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "tag", Usage: "name a commit to keep (forget and gc keep tagged commits); list or delete tags", ArgsUsage: "[NAME [REV]]",
+		Flags:  []cli.Flag{&cli.BoolFlag{Name: "delete", Aliases: []string{"d"}, Usage: "delete tag NAME"}, jsonFlag()},
+		Action: e.runTag}
+}
+
+func (e *env) runTag(c *cli.Context) error {
+	if err := nargs(c, 0, 2); err != nil {
+		return err
+	}
+	name := c.Args().First()
+	if c.Bool("delete") {
+		if c.NArg() != 1 {
+			return usagef("tag -d NAME")
+		}
+		return e.withRepo(func(r *repo.Repo) error {
+			ok, err := r.DeleteTag(e.ctx, e.agent, name)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("agent %s has no tag %q", e.agent, name)
+			}
+			fmt.Fprintf(e.stdout, "deleted tag %s of %s\n", name, e.agent)
+			return nil
+		})
+	}
+	if name == "" {
+		return e.withRepoRead(func(r *repo.Repo) error {
+			tags, err := r.Tags(e.ctx, e.agent)
+			if err != nil {
+				return err
+			}
+			list := tags[e.agent]
+			slices.SortFunc(list, func(a, b repo.Tag) int { return strings.Compare(a.Name, b.Name) })
+			if c.Bool("json") {
+				if list == nil {
+					list = []repo.Tag{}
+				}
+				return e.writeJSON(list)
+			}
+			for _, t := range list {
+				fmt.Fprintf(e.stdout, "%s\t%s\n", t.Name, t.Commit)
+			}
+			return nil
+		})
+	}
+	return e.withRepo(func(r *repo.Repo) error {
+		id, err := r.Resolve(e.ctx, e.agent, revArg(c, 1))
+		if err != nil {
+			return err
+		}
+		if err := r.SetTag(e.ctx, e.agent, name, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "tagged %s of %s as %s\n", id.Short(), e.agent, name)
+		return nil
+	})
+}
