@@ -73,6 +73,21 @@ type Options struct {
 	// travel and fork the live brain; Serve tunes it.
 	NoServe bool
 	Serve   ServeOptions
+
+	// Retention, if set, makes the runtime apply a retention policy to every
+	// agent of the store on its own, every Retention.Every, beside its tasks
+	// (each forget waits for the tasks in flight and holds new ones back
+	// while it cuts and prunes; docs/runtime.md §12).
+	Retention *Retention
+}
+
+// Retention is a retention policy the runtime applies on its own.
+type Retention struct {
+	Policy repo.Policy
+	// Every is how often (default an hour).
+	Every time.Duration
+	// OnForget, if set, is called with each agent's outcome.
+	OnForget func(agent string, rep repo.ForgetReport, err error)
 }
 
 // ServeOptions tune the runtime's server (dag/repo/remote).
@@ -108,6 +123,7 @@ type Runtime struct {
 	restorer Restorer
 	queue    *queue
 	server   *reposerver.Server
+	stopKeep func() // stops the retention loop
 
 	agents sync.Map // agent name → *agentState
 	dirs   sync.Map // absolute working directory → *dirState
@@ -194,7 +210,56 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		rt.server = srv
 	}
+	if opts.Retention != nil {
+		if opts.Retention.Policy.IsZero() {
+			rt.Close()
+			return nil, fmt.Errorf("runtime: Options.Retention needs a policy (a Policy with at least one keep rule)")
+		}
+		rt.startRetention(*opts.Retention)
+	}
 	return rt, nil
+}
+
+// startRetention runs the retention loop until Shutdown.
+func (rt *Runtime) startRetention(o Retention) {
+	if o.Every <= 0 {
+		o.Every = time.Hour
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	rt.stopKeep = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		t := time.NewTicker(o.Every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rt.applyRetention(ctx, o)
+		}
+	}()
+}
+
+func (rt *Runtime) applyRetention(ctx context.Context, o Retention) {
+	heads, err := rt.repo.Refs.Agents(ctx)
+	if err != nil {
+		if o.OnForget != nil {
+			o.OnForget("", repo.ForgetReport{}, err)
+		}
+		return
+	}
+	for _, h := range heads {
+		rep, err := rt.repo.Forget(ctx, h.Agent, o.Policy, false)
+		if ctx.Err() != nil {
+			return
+		}
+		if o.OnForget != nil {
+			o.OnForget(h.Agent, rep, err)
+		}
+	}
 }
 
 func openRepo(opts Options) (*repo.Repo, error) {
@@ -240,6 +305,9 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 		return rt.closeEr
 	}
 	rt.isShut = true
+	if rt.stopKeep != nil {
+		rt.stopKeep()
+	}
 	rt.mu.Lock()
 	rt.closed.Store(true)
 	rt.mu.Unlock()
