@@ -38,6 +38,8 @@ const (
 	nsOp    = 'o'
 	nsMeta  = 'm'
 	nsTape  = 'r'
+	// nsReclaim holds Reclaim's marker key, dropped at once (see Reclaim).
+	nsReclaim = 'z'
 )
 
 // FormatVersion is the on-disk layout version recorded at 'm'+"format".
@@ -416,12 +418,22 @@ func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
 	return nil
 }
 
-// Reclaim asks Badger to rewrite value-log files that are mostly garbage, so
-// space freed by Delete returns to the file system. It is best effort.
+// Reclaim gives the space Delete freed back to the file system. It is best
+// effort. Values up to the value threshold live in the LSM tree, where a
+// deleted block's bytes go only when a compaction meets its tombstone. The
+// tombstones are flushed from the memtable first: Badger has no call for
+// that, but dropping a prefix flushes every memtable, so Reclaim writes one
+// marker key in a namespace of its own and drops that namespace. Then
+// Flatten compacts every level into one, table by table, so the extra space
+// it needs is a few tables, not the store. Larger values live in the value
+// log, whose files mostly garbage are then rewritten.
 func (s *Store) Reclaim() {
-	// A value-log GC copies a file's live values to the head of the log.
 	if s.checkWrite(valueLogFileSize) != nil {
 		return
+	}
+	marker := []byte{nsReclaim}
+	if s.db.Update(func(txn *badger.Txn) error { return txn.Set(marker, nil) }) == nil && s.db.DropPrefix(marker) == nil {
+		s.db.Flatten(2)
 	}
 	for i := 0; i < 16 && s.db.RunValueLogGC(0.5) == nil; i++ {
 	}

@@ -184,6 +184,7 @@ var workloads = []workload{
 	{10, "the CLI against a served store (agentstate serve)", w10Served},
 	{11, "one-key put into a served 100k-key brain", w11ServedScale},
 	{12, "8 CLI readers beside a runtime landing tasks", w12Readers},
+	{13, "retention: forget --keep-last 100 after 10k tasks on a memory.db", w13Retention},
 }
 
 // row is one line of the result table. Times are in the unit the row says.
