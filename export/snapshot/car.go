@@ -23,6 +23,13 @@ type CARStats struct {
 // tree node before its children and values. A block that is missing or
 // corrupt stops the export with an error naming it.
 func WriteCAR(ctx context.Context, w io.Writer, bs objects.BlockStore, commit objects.CID) (CARStats, error) {
+	return WriteCARCut(ctx, w, bs, commit, nil)
+}
+
+// WriteCARCut is WriteCAR over a history a forget cut: parent links for
+// which cut reports true are not followed (their commits are gone), so the
+// CAR holds the kept history; its commits still name those parents.
+func WriteCARCut(ctx context.Context, w io.Writer, bs objects.BlockStore, commit objects.CID, cut func(child, parent objects.CID) bool) (CARStats, error) {
 	var st CARStats
 	bw := bufio.NewWriterSize(w, 1<<20)
 	frame := func(parts ...[]byte) error {
@@ -47,6 +54,7 @@ func WriteCAR(ctx context.Context, w io.Writer, bs objects.BlockStore, commit ob
 		return st, err
 	}
 	_, problems, err := dag.Walk(ctx, bs, []objects.CID{commit}, dag.WalkOptions{
+		Cut: cut,
 		Visit: func(c objects.CID, data []byte) error {
 			st.Blocks++
 			return frame(c.Bytes(), data)

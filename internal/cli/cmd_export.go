@@ -37,7 +37,11 @@ func (e *env) runExport(c *cli.Context) error {
 		}
 		return writeOutput(e.path(c.String("output")), e.stdout, func(w io.Writer) error {
 			if format == "car" {
-				st, err := snapshot.WriteCAR(e.ctx, w, r.Blocks, id)
+				lo, _, err := r.LogOptions(e.ctx, e.agent)
+				if err != nil {
+					return err
+				}
+				st, err := snapshot.WriteCARCut(e.ctx, w, r.Blocks, id, lo.Cut)
 				if err == nil {
 					fmt.Fprintf(e.stderr, "exported %s as CAR: %d blocks, %d bytes\n", id.Short(), st.Blocks, st.Bytes)
 				}
