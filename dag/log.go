@@ -25,6 +25,9 @@ type LogOptions struct {
 	// Islands are commits kept beyond a cut (a retention policy's older
 	// keeps): each joins the history in time order, if not newer than start.
 	Islands []objects.CID
+	// Gone names parent links any forget cut: such a parent, when missing,
+	// ends its line (listed in Cut) instead of failing the log.
+	Gone func(child, parent objects.CID) bool
 }
 
 type logQueue []LogEntry
@@ -101,12 +104,16 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 					if seen[p] {
 						continue
 					}
-					seen[p] = true
 					pc, err := ReadCommit(ctx, bs, p)
+					if err != nil && o.Gone != nil && o.Gone(bucket[i].CID, p) && isMissing(err) {
+						bucket[i].Cut = append(bucket[i].Cut, p)
+						continue
+					}
 					if err != nil {
 						yield(LogEntry{}, err)
 						return
 					}
+					seen[p] = true
 					if pc.Time == t {
 						bucket = append(bucket, LogEntry{CID: p, Commit: pc})
 					} else {

@@ -2,6 +2,7 @@ package dag
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentstate/agentstate/objects"
@@ -37,6 +38,11 @@ type WalkOptions struct {
 	// Cut, when set, names parent links a forget cut (dag/repo's
 	// checkpoints): Walk does not follow them.
 	Cut func(child, parent objects.CID) bool
+	// Gone, when set, names parent links some forget cut (any agent's):
+	// when such a parent is missing it is no problem, only the end of that
+	// line. (A parent that is there is walked: another agent may still need
+	// what lies behind a cut of this one.)
+	Gone func(child, parent objects.CID) bool
 }
 
 // Walk marks every block reachable from the given commits: the commits,
@@ -53,29 +59,38 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 		}
 		return opts.Visit(c, data)
 	}
-	stack := append([]objects.CID(nil), commits...)
+	type link struct{ c, child objects.CID }
+	var stack []link
+	for _, c := range commits {
+		stack = append(stack, link{c: c})
+	}
 	var trees []objects.CID
 	for len(stack) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		c := stack[len(stack)-1]
+		l := stack[len(stack)-1]
+		c := l.c
 		stack = stack[:len(stack)-1]
 		if _, ok := seen[c]; ok {
 			continue
 		}
-		seen[c] = struct{}{}
 		cm, data, err := readCommit(ctx, bs, c)
 		if err != nil {
+			if !l.child.IsZero() && opts.Gone != nil && opts.Gone(l.child, c) && isMissing(err) {
+				continue // cut by a forget
+			}
+			seen[c] = struct{}{}
 			problems = append(problems, Problem{CID: c, Via: "commit", Err: err})
 			continue
 		}
+		seen[c] = struct{}{}
 		if err := visit(c, data); err != nil {
 			return nil, nil, err
 		}
 		for _, p := range cm.Parents {
 			if opts.Cut == nil || !opts.Cut(c, p) {
-				stack = append(stack, p)
+				stack = append(stack, link{c: p, child: c})
 			}
 		}
 		trees = append(trees, cm.Tree)
@@ -144,4 +159,9 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 		}
 	}
 	return seen, problems, nil
+}
+
+// isMissing reports an error that says a block is not in the store.
+func isMissing(err error) bool {
+	return errors.Is(err, objects.ErrNotFound) || errors.Is(err, ErrUnknown)
 }

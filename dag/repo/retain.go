@@ -209,14 +209,47 @@ func (s cutSource) Cut(ctx context.Context, agent string) (refs.Cut, bool, error
 	return cp.Cut, true, nil
 }
 
+// Gone returns whether any agent's forget cut the link from child to
+// parent: a walk that finds such a parent missing stops there (a fork or a
+// reset of another agent may share a history that was cut).
+func (r *Repo) Gone(ctx context.Context) (func(child, parent objects.CID) bool, error) {
+	all := map[objects.CID]map[objects.CID]bool{}
+	err := r.Storage.MetaPrefix(ctx, "checkpoint/", func(name string, v []byte) error {
+		var cp Checkpoint
+		if err := json.Unmarshal(v, &cp); err != nil {
+			return fmt.Errorf("repo: checkpoint %s unreadable: %w", name, err)
+		}
+		for _, l := range cp.Cuts {
+			m := all[l.Commit]
+			if m == nil {
+				m = map[objects.CID]bool{}
+				all[l.Commit] = m
+			}
+			for _, p := range l.Parents {
+				m[p] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(child, parent objects.CID) bool { return all[child][parent] }, nil
+}
+
 // LogOptions returns how dag.LogWith walks agent's history: around its
-// cuts, with its islands.
+// cuts, with its islands, and past other agents' cuts where what they cut
+// is gone.
 func (r *Repo) LogOptions(ctx context.Context, agent string) (dag.LogOptions, *Checkpoint, error) {
-	cp, ok, err := r.CheckpointOf(ctx, agent)
-	if err != nil || !ok {
+	gone, err := r.Gone(ctx)
+	if err != nil {
 		return dag.LogOptions{}, nil, err
 	}
-	o := dag.LogOptions{Cut: cp.IsCut}
+	cp, ok, err := r.CheckpointOf(ctx, agent)
+	if err != nil || !ok {
+		return dag.LogOptions{Gone: gone}, nil, err
+	}
+	o := dag.LogOptions{Cut: cp.IsCut, Gone: gone}
 	for _, s := range cp.Islands {
 		o.Islands = append(o.Islands, s.Commit)
 	}
@@ -354,6 +387,15 @@ func (r *Repo) walkAll(ctx context.Context, opts dag.WalkOptions, overrides map[
 	if err != nil {
 		return nil, nil, err
 	}
+	gone, err := r.Gone(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, cp := range overrides {
+		prev := gone
+		gone = func(child, parent objects.CID) bool { return prev(child, parent) || cp.IsCut(child, parent) }
+	}
+	opts.Gone = gone
 	// Agents never forgotten walk together.
 	var plain []objects.CID
 	reach := dag.Reach{}
@@ -537,9 +579,36 @@ func (r *Repo) planForget(ctx context.Context, agent string, p Policy) (ForgetRe
 	}
 	rep.KeptStates = j + 1 + len(cp.Islands)
 	rep.Horizon, rep.Islands = cp.Horizon, len(cp.Islands)
-	// The kept commits: from every root of the kept run, every commit whose
-	// time is not before the horizon's; from the islands, themselves. Every
-	// other parent link of a kept commit is cut.
+	// Behind the horizon: the state before it and all its ancestors (within
+	// earlier cuts).
+	behind := map[objects.CID]bool{}
+	if !hz.Old.IsZero() {
+		stack := []objects.CID{hz.Old}
+		for len(stack) > 0 {
+			c := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if behind[c] {
+				continue
+			}
+			behind[c] = true
+			cm, err := r.Commit(ctx, c)
+			if errors.Is(err, objects.ErrNotFound) || errors.Is(err, dag.ErrUnknown) {
+				continue // cut by an earlier forget, with what is behind it
+			}
+			if err != nil {
+				return rep, nil, err
+			}
+			for _, pc := range cm.Parents {
+				if !old.IsCut(c, pc) {
+					stack = append(stack, pc)
+				}
+			}
+		}
+	}
+	// The kept commits: from every root of the kept run, every commit not
+	// behind the horizon (a task that began before it and landed after keeps
+	// its commits); from the islands, themselves. Every other parent link of
+	// a kept commit is cut.
 	roots := []objects.CID{h.Commit}
 	for _, e := range entries[len(entries)-1-j:] {
 		if e.Seq != hz.Seq {
@@ -559,6 +628,10 @@ func (r *Repo) planForget(ctx context.Context, agent string, p Policy) (ForgetRe
 			stack = append(stack, c)
 		}
 	}
+	gone, err := r.Gone(ctx)
+	if err != nil {
+		return rep, nil, err
+	}
 	for len(stack) > 0 {
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -570,17 +643,17 @@ func (r *Repo) planForget(ctx context.Context, agent string, p Policy) (ForgetRe
 			if kept[pc] {
 				continue
 			}
-			if old.IsCut(c, pc) {
+			if old.IsCut(c, pc) || behind[pc] {
 				cuts[c] = append(cuts[c], pc)
 				continue
 			}
-			pcm, err := r.Commit(ctx, pc)
-			if err != nil {
-				return rep, nil, err
-			}
-			if pcm.Time < cp.HorizonTime {
-				cuts[c] = append(cuts[c], pc)
-				continue
+			if gone(c, pc) {
+				if ok, err := r.Blocks.Has(ctx, pc); err != nil {
+					return rep, nil, err
+				} else if !ok {
+					cuts[c] = append(cuts[c], pc)
+					continue
+				}
 			}
 			kept[pc] = true
 			stack = append(stack, pc)
@@ -597,6 +670,21 @@ func (r *Repo) planForget(ctx context.Context, agent string, p Policy) (ForgetRe
 			}
 		}
 	}
+	// Earlier cuts stay recorded while their child commit is in the store:
+	// another agent (a fork, a reset) may walk through it, and must stop
+	// where the parent is gone.
+	if old != nil {
+		for _, l := range old.Cuts {
+			if kept[l.Commit] {
+				continue // recomputed above
+			}
+			if ok, err := r.Blocks.Has(ctx, l.Commit); err != nil {
+				return rep, nil, err
+			} else if ok {
+				cuts[l.Commit] = append(cuts[l.Commit], l.Parents...)
+			}
+		}
+	}
 	// The states cut: those whose commit nothing kept holds.
 	for i, s := range states {
 		if i > j && !keep[i] && !kept[s.Commit] {
@@ -604,7 +692,8 @@ func (r *Repo) planForget(ctx context.Context, agent string, p Policy) (ForgetRe
 		}
 	}
 	for c, ps := range cuts {
-		cp.Cuts = append(cp.Cuts, CutLink{Commit: c, Parents: ps})
+		slices.SortFunc(ps, func(a, b objects.CID) int { return a.Compare(b) })
+		cp.Cuts = append(cp.Cuts, CutLink{Commit: c, Parents: slices.Compact(ps)})
 	}
 	slices.SortFunc(cp.Cuts, func(a, b CutLink) int { return a.Commit.Compare(b.Commit) })
 	slices.SortFunc(cp.Islands, func(a, b State) int { return int(b.Time - a.Time) })
@@ -647,6 +736,10 @@ func (r *Repo) historyCommits(ctx context.Context, agent string, cp *Checkpoint)
 			}
 			out[c] = true
 			cm, err := r.Commit(ctx, c)
+			if errors.Is(err, objects.ErrNotFound) || errors.Is(err, dag.ErrUnknown) {
+				delete(out, c) // behind another agent's cut, and gone
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -128,6 +128,30 @@ func TestForgetKeepLast(t *testing.T) {
 			t.Fatal(err)
 		}
 		verifyClean(t, r)
+		// A fork of the cut history walks it as a's log does, and forgets
+		// on its own; a's third forget keeps the old cuts the fork needs.
+		if _, err := r.Fork(ctx, "a", headOf(t, r, "a"), "c"); err != nil {
+			t.Fatal(err)
+		}
+		clock += 3600
+		mustPut(t, r, "c", "c-only", "y")
+		if got := len(logOf(t, r, "c")); got < 3 {
+			t.Fatalf("the fork's log has %d commits", got)
+		}
+		verifyClean(t, r)
+		clock += 3600
+		mustPut(t, r, "a", "more", "z")
+		if _, err := r.Forget(ctx, "a", repo.Policy{Last: 1}, false); err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, r)
+		if _, err := r.Forget(ctx, "c", repo.Policy{Last: 1}, false); err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, r)
+		if got := len(logOf(t, r, "c")); got != 1 {
+			t.Fatalf("the fork's log after its forget has %d commits", got)
+		}
 	})
 }
 

@@ -102,7 +102,12 @@ func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline boo
 		}
 		var added []dag.LogEntry
 		reached := last.IsZero()
-		for le, err := range dag.Log(e.ctx, r.Blocks, h.Commit) {
+		lo, _, err := r.LogOptions(e.ctx, e.agent) // a forget may have cut since
+		if err != nil {
+			return err
+		}
+		lo.Islands = nil
+		for le, err := range dag.LogWith(e.ctx, r.Blocks, h.Commit, lo) {
 			if err != nil {
 				return err
 			}

@@ -317,13 +317,13 @@ func commitArg(ctx context.Context, r *repo.Repo, agent string, id objects.CID) 
 	if _, err := objects.LoadTree(ctx, r.Blocks, c.Tree); err != nil {
 		return badRequest("HEAD move to %s, whose tree %s this store does not hold: %v", id, c.Tree, err)
 	}
-	cp, _, err := r.CheckpointOf(ctx, agent)
+	gone, err := r.Gone(ctx)
 	if err != nil {
 		return err
 	}
 	for _, p := range c.Parents {
-		if cp.IsCut(id, p) {
-			continue // a forget cut this link: the parent is gone by design
+		if gone(id, p) {
+			continue // a forget cut this link: the parent may be gone by design
 		}
 		if ok, err := r.Blocks.Has(ctx, p); err != nil {
 			return err
