@@ -26,6 +26,8 @@ const (
 	OpRestore Op = "restore"
 	OpMerge   Op = "merge"
 	OpImport  Op = "import"
+	OpClone   Op = "clone"
+	OpPull    Op = "pull"
 )
 
 var (

@@ -1,0 +1,314 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+)
+
+// Lineage sync: copying an agent's history from one repository to another
+// (another store's directory, or a served store through dag/repo/remote:
+// both are a *Repo) and moving the receiving agent's HEAD onto it.
+//
+// Negotiation is by commit, as git's have/want: walking the sender's history
+// from the wanted head, a commit the receiver already holds is a "have" and
+// the walk does not go below it (a store holds what its commits reach); for
+// the commits it lacks, each tree node the receiver holds is skipped with
+// everything below it. Only blocks the receiver lacks move, in batches.
+
+// SyncStats says what a transfer moved.
+type SyncStats struct {
+	Commits int   `json:"commits"` // commits the receiver lacked
+	Blocks  int   `json:"blocks"`  // blocks copied
+	Bytes   int64 `json:"bytes"`   // their bytes
+	Haves   int   `json:"haves"`   // commits the receiver already held, where the walk stopped
+}
+
+// syncBatch bounds the bytes of one Put on the receiver.
+const syncBatch = 4 << 20
+
+// Fetch copies into r every block of src that head reaches and r lacks.
+// The blocks are re-hashed as they are read (every BlockStore checks what it
+// returns) and the result is checked whole before anything depends on it: a
+// head whose history r cannot then walk is refused.
+func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStats, error) {
+	var st SyncStats
+	gone, err := src.Gone(ctx)
+	if err != nil {
+		return st, err
+	}
+	var batch []objects.Block
+	var batchBytes int
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := r.Blocks.Put(ctx, batch...); err != nil {
+			return fmt.Errorf("sync: storing blocks: %w", err)
+		}
+		batch, batchBytes = batch[:0], 0
+		return nil
+	}
+	add := func(c objects.CID, data []byte) error {
+		batch = append(batch, objects.Block{CID: c, Data: data})
+		batchBytes += len(data)
+		st.Blocks++
+		st.Bytes += int64(len(data))
+		if batchBytes >= syncBatch {
+			return flush()
+		}
+		return nil
+	}
+	has := func(c objects.CID) (bool, error) { return r.Blocks.Has(ctx, c) }
+	seen := map[objects.CID]bool{}
+	// copyTree copies a tree (or a chunked value) the receiver lacks.
+	var copyNode func(c objects.CID) error
+	copyNode = func(c objects.CID) error {
+		if seen[c] {
+			return nil
+		}
+		seen[c] = true
+		if ok, err := has(c); err != nil || ok {
+			return err
+		}
+		data, err := src.Blocks.Get(ctx, c)
+		if err != nil {
+			return fmt.Errorf("sync: reading %s from the sender: %w", c, err)
+		}
+		if c.Codec() == objects.CodecDagCBOR {
+			var links []objects.CID
+			if subs, vals, err := objects.NodeLinks(data); err == nil {
+				links = append(subs, vals...)
+			} else if chunks, cerr := objects.ChunkLinks(data); cerr == nil {
+				links = chunks
+			} else {
+				return fmt.Errorf("sync: %s is neither a tree node nor a chunked value: %w", c, err)
+			}
+			for _, l := range links {
+				if err := copyNode(l); err != nil {
+					return err
+				}
+			}
+		}
+		return add(c, data)
+	}
+	stack := []objects.CID{head}
+	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		if ok, err := has(c); err != nil {
+			return st, err
+		} else if ok {
+			st.Haves++
+			continue
+		}
+		data, err := src.Blocks.Get(ctx, c)
+		if err != nil {
+			return st, fmt.Errorf("sync: reading commit %s from the sender: %w", c, err)
+		}
+		cm, err := objects.DecodeCommit(data)
+		if err != nil {
+			return st, fmt.Errorf("sync: %s: %w", c, err)
+		}
+		st.Commits++
+		if err := copyNode(cm.Tree); err != nil {
+			return st, err
+		}
+		if err := add(c, data); err != nil {
+			return st, err
+		}
+		for _, p := range cm.Parents {
+			if gone(c, p) {
+				if ok, err := src.Blocks.Has(ctx, p); err != nil {
+					return st, err
+				} else if !ok {
+					continue // the sender's forget cut it
+				}
+			}
+			stack = append(stack, p)
+		}
+	}
+	if err := flush(); err != nil {
+		return st, err
+	}
+	// The whole history must now walk in r (blocks it had plus blocks sent).
+	_, problems, err := dag.Walk(ctx, r.Blocks, []objects.CID{head}, dag.WalkOptions{Gone: gone})
+	if err != nil {
+		return st, err
+	}
+	if len(problems) > 0 {
+		return st, fmt.Errorf("sync: the history of %s is incomplete after the transfer (the sender lacks blocks it names, e.g. %v); nothing moved", head.Short(), problems[0])
+	}
+	return st, nil
+}
+
+// Integration is what Integrate did to an agent's HEAD.
+type Integration struct {
+	Outcome string      `json:"outcome"` // "created", "up to date", "fast-forward", "merged"
+	From    objects.CID `json:"from,omitzero"`
+	To      objects.CID `json:"to"`
+	Entry   refs.Entry  `json:"entry,omitzero"`
+}
+
+// ErrNotFastForward: ffOnly, and the histories diverged.
+var ErrNotFastForward = errors.New("the histories have diverged and --ff-only refuses a merge")
+
+// Integrate moves agent's HEAD onto theirs, a commit whose history r holds
+// (Fetch first): it creates the agent there when it has no HEAD, leaves it
+// when theirs is already in its history, fast-forwards when HEAD is in
+// theirs, and otherwise merges as tasks merge (disjoint keys; the same key
+// changed on both sides is a *MergeConflictError naming the keys) unless
+// ffOnly. op records the move ("clone", "pull"). Compare-and-swap: a HEAD
+// that moves meanwhile is integrated with again.
+func (r *Repo) Integrate(ctx context.Context, agent string, theirs objects.CID, ffOnly bool, op refs.Op, note string) (Integration, error) {
+	if err := refs.ValidateAgent(agent); err != nil {
+		return Integration{}, err
+	}
+	tc, err := r.Commit(ctx, theirs)
+	if err != nil {
+		return Integration{}, err
+	}
+	return retryMoved(ctx, func() (Integration, error) {
+		defer r.moves.lock(agent)()
+		h, err := r.Refs.Head(ctx, agent)
+		if errors.Is(err, refs.ErrNoAgent) {
+			e, err := r.Refs.Move(ctx, refs.Move{Agent: agent, New: theirs, Op: op, Time: r.Now(), Note: note})
+			return Integration{Outcome: "created", To: theirs, Entry: e}, err
+		}
+		if err != nil {
+			return Integration{}, err
+		}
+		ours := h.Commit
+		if ours == theirs {
+			return Integration{Outcome: "up to date", From: ours, To: ours}, nil
+		}
+		in, err := r.inHistory(ctx, agent, theirs, ours)
+		if err != nil {
+			return Integration{}, err
+		}
+		if in {
+			return Integration{Outcome: "up to date", From: ours, To: ours}, nil
+		}
+		if ff, err := r.inHistory(ctx, agent, ours, theirs); err != nil {
+			return Integration{}, err
+		} else if ff {
+			e, err := r.Refs.Move(ctx, refs.Move{Agent: agent, Old: ours, New: theirs, Op: op, Time: r.Now(), Note: note})
+			return Integration{Outcome: "fast-forward", From: ours, To: theirs, Entry: e}, err
+		}
+		if ffOnly {
+			return Integration{From: ours}, fmt.Errorf("%w: HEAD of %s is %s, the other side is at %s", ErrNotFastForward, agent, ours.Short(), theirs.Short())
+		}
+		oc, err := r.Commit(ctx, ours)
+		if err != nil {
+			return Integration{}, err
+		}
+		base, err := r.mergeBase(ctx, agent, ours, theirs)
+		if err != nil {
+			return Integration{}, err
+		}
+		baseTree := objects.EmptyTreeCID
+		if !base.IsZero() {
+			bc, err := r.Commit(ctx, base)
+			if err != nil {
+				return Integration{}, err
+			}
+			baseTree = bc.Tree
+		}
+		root, nodes, err := r.MergeTrees(ctx, baseTree, oc.Tree, tc.Tree)
+		if err != nil {
+			return Integration{From: ours}, err
+		}
+		msg := fmt.Sprintf("%s: merge %s into %s", op, theirs.Short(), ours.Short())
+		id, _, err := r.WriteCommit(ctx, CommitSpec{Tree: root, Parents: []objects.CID{ours, theirs}, Message: msg,
+			Metadata: map[string]string{"op": string(op), "agent": agent}, Blocks: nodes})
+		if err != nil {
+			return Integration{}, err
+		}
+		e, err := r.Refs.Move(ctx, refs.Move{Agent: agent, Old: ours, New: id, Op: refs.OpMerge, Time: r.Now(), Note: note})
+		return Integration{Outcome: "merged", From: ours, To: id, Entry: e}, err
+	})
+}
+
+// inHistory reports whether a is b or an ancestor of b, walking around cuts.
+func (r *Repo) inHistory(ctx context.Context, agent string, a, b objects.CID) (bool, error) {
+	lo, _, err := r.LogOptions(ctx, agent)
+	if err != nil {
+		return false, err
+	}
+	lo.Islands = nil
+	for le, err := range dag.LogWith(ctx, r.Blocks, b, lo) {
+		if err != nil {
+			return false, err
+		}
+		if le.CID == a {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// mergeBase is dag.MergeBase walking around cuts.
+func (r *Repo) mergeBase(ctx context.Context, agent string, a, b objects.CID) (objects.CID, error) {
+	lo, _, err := r.LogOptions(ctx, agent)
+	if err != nil {
+		return objects.CID{}, err
+	}
+	lo.Islands = nil
+	inA := map[objects.CID]bool{}
+	for le, err := range dag.LogWith(ctx, r.Blocks, a, lo) {
+		if err != nil {
+			return objects.CID{}, err
+		}
+		inA[le.CID] = true
+	}
+	for le, err := range dag.LogWith(ctx, r.Blocks, b, lo) {
+		if err != nil {
+			return objects.CID{}, err
+		}
+		if inA[le.CID] {
+			return le.CID, nil
+		}
+	}
+	return objects.CID{}, nil
+}
+
+// CopyReceipts appends to r's tape for agent the receipt lines of src's
+// that r lacks (tape.Import de-duplicates), and records src's trusted
+// operator keys in r, so the receipts verify here. It returns the lines
+// added.
+func (r *Repo) CopyReceipts(ctx context.Context, src *Repo, agent string, keyPrefix string) (int, error) {
+	var nd []byte
+	for l, err := range src.Tape.Lines(ctx, agent) {
+		if err != nil {
+			return 0, err
+		}
+		nd = append(append(nd, l...), '\n')
+	}
+	n := 0
+	if len(nd) > 0 {
+		var err error
+		if n, err = r.Tape.Import(ctx, agent, nd); err != nil {
+			return 0, err
+		}
+	}
+	if keyPrefix != "" {
+		err := src.Storage.MetaPrefix(ctx, keyPrefix, func(name string, v []byte) error {
+			return r.Storage.SetMeta(ctx, name, v)
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
