@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/remote"
+	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/runtime"
+	"github.com/urfave/cli/v2"
+)
+
+// Lineage between stores: clone, pull and send (dag/repo/sync.go). The other
+// store is a directory (a store, or a directory holding .agentstate; reached
+// through its server when one holds it) or HOST:PORT, a served store's TCP
+// address (token in AGENTSTATE_TOKEN, CA in AGENTSTATE_REMOTE_CA).
+
+func newCloneCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "clone", Usage: "copy agents with their whole history (and receipts) from another store into this one (created if missing)", ArgsUsage: "SRC [AGENT]...",
+		Flags: []cli.Flag{jsonFlag()}, Action: e.runClone}
+}
+
+func newPullCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "pull", Usage: "bring the agent's new commits from another store: fast-forward, or merge as tasks merge", ArgsUsage: "SRC",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "ff-only", Usage: "refuse to merge: only a fast-forward"},
+			&cli.StringFlag{Name: "from", Usage: "the other store's agent (default: the same name)"},
+			jsonFlag(),
+		}, Action: e.runPull}
+}
+
+func newSendCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "send", Usage: "send the agent's history to another store (the other way from pull): fast-forward or merge there", ArgsUsage: "DST",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "ff-only", Usage: "refuse to merge: only a fast-forward"},
+			&cli.StringFlag{Name: "to", Usage: "the other store's agent (default: the same name)"},
+			jsonFlag(),
+		}, Action: e.runSend}
+}
+
+// syncReport is one agent's outcome (--json).
+type syncReport struct {
+	Agent    string           `json:"agent"`
+	Stats    repo.SyncStats   `json:"transfer"`
+	HEAD     repo.Integration `json:"head"`
+	Receipts int              `json:"receipts"`
+}
+
+// withOther runs fn against another store: spec is HOST:PORT or a directory.
+func (e *env) withOther(spec string, write bool, fn func(r *repo.Repo) error) error {
+	if spec == "" {
+		return usagef("name the other store: a directory or HOST:PORT")
+	}
+	p := e.path(spec)
+	if _, err := os.Stat(p); err != nil && strings.Contains(spec, ":") && !strings.Contains(spec, "/") {
+		return e.withServer(spec, "", fn)
+	}
+	dir := p
+	if store.IsStoreDir(filepath.Join(p, repo.DirName)) {
+		dir = filepath.Join(p, repo.DirName)
+	}
+	if !store.IsStoreDir(dir) {
+		return fmt.Errorf("%s is not an agentstate store (nor a directory holding %s), nor HOST:PORT", spec, repo.DirName)
+	}
+	if mine, err := e.storeDir(); err == nil && sameDir(mine, dir) {
+		return fmt.Errorf("%s is this store", spec)
+	}
+	if err := e.withServer(remote.SocketPath(dir), dir, fn); !errors.Is(err, remote.ErrNoServer) {
+		return err
+	}
+	lt, err := e.lockTimeout()
+	if err != nil {
+		return err
+	}
+	r, err := repo.Open(dir, repo.Options{ReadOnly: !write, LockTimeout: lt})
+	if err != nil && !write && !errors.Is(err, store.ErrInUse) {
+		r, err = repo.Open(dir, repo.Options{LockTimeout: lt}) // a read-only open refused: recover as a writer
+	}
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", spec, err)
+	}
+	err = fn(r)
+	if cerr := r.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+// transfer brings src's agent `from` into dst's agent `to`.
+func (e *env) transfer(dst, src *repo.Repo, from, to string, ffOnly bool, op refs.Op, note string) (syncReport, error) {
+	rep := syncReport{Agent: to}
+	h, err := src.Refs.Head(e.ctx, from)
+	if err != nil {
+		return rep, fmt.Errorf("the other store: %w", err)
+	}
+	if rep.Stats, err = dst.Fetch(e.ctx, src, h.Commit); err != nil {
+		return rep, err
+	}
+	if rep.HEAD, err = dst.Integrate(e.ctx, to, h.Commit, ffOnly, op, note); err != nil {
+		return rep, err
+	}
+	if from == to {
+		rep.Receipts, err = dst.CopyReceipts(e.ctx, src, to, runtime.OperatorKeyPrefix)
+	}
+	return rep, err
+}
+
+func (e *env) printSync(rep syncReport) {
+	h := rep.HEAD
+	switch h.Outcome {
+	case "up to date":
+		fmt.Fprintf(e.stdout, "%s: up to date at %s\n", rep.Agent, h.To.Short())
+	case "created":
+		fmt.Fprintf(e.stdout, "%s: created at %s\n", rep.Agent, h.To.Short())
+	default:
+		fmt.Fprintf(e.stdout, "%s: %s %s -> %s\n", rep.Agent, h.Outcome, h.From.Short(), h.To.Short())
+	}
+	fmt.Fprintf(e.stdout, "%s: moved %d commits, %d blocks (%d bytes); %d receipts\n", rep.Agent, rep.Stats.Commits, rep.Stats.Blocks, rep.Stats.Bytes, rep.Receipts)
+}
+
+func (e *env) runClone(c *cli.Context) error {
+	if c.NArg() < 1 {
+		return usagef("clone SRC [AGENT]...")
+	}
+	src, agents := c.Args().First(), c.Args().Tail()
+	for _, a := range agents {
+		if err := refs.ValidateAgent(a); err != nil {
+			return err
+		}
+	}
+	if d, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) || (err == nil && !store.IsStoreDir(d)) {
+		dir := e.storeFlag
+		if dir == "" {
+			dir = repo.DirName
+		}
+		r, err := repo.Init(e.path(dir), repo.Options{})
+		if err != nil {
+			return err
+		}
+		if err := r.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "agentstate: created a store in %s\n", e.path(dir))
+	}
+	return e.withRepo(func(dst *repo.Repo) error {
+		return e.withOther(src, false, func(s *repo.Repo) error {
+			if len(agents) == 0 {
+				heads, err := s.Refs.Agents(e.ctx)
+				if err != nil {
+					return err
+				}
+				for _, h := range heads {
+					agents = append(agents, h.Agent)
+				}
+			}
+			var reps []syncReport
+			for _, a := range agents {
+				if ok, err := dst.Refs.Exists(e.ctx, a); err != nil {
+					return err
+				} else if ok {
+					return fmt.Errorf("agent %s already exists here: pull it instead (--agent %s pull %s)", a, a, src)
+				}
+				rep, err := e.transfer(dst, s, a, a, true, refs.OpClone, "clone from "+src)
+				if err != nil {
+					return fmt.Errorf("clone %s: %w", a, err)
+				}
+				reps = append(reps, rep)
+				if !c.Bool("json") {
+					e.printSync(rep)
+				}
+			}
+			if c.Bool("json") {
+				return e.writeJSON(reps)
+			}
+			return nil
+		})
+	})
+}
+
+func (e *env) runPull(c *cli.Context) error {
+	if err := nargs(c, 1, 1); err != nil {
+		return err
+	}
+	from := c.String("from")
+	if from == "" {
+		from = e.agent
+	}
+	if err := refs.ValidateAgent(from); err != nil {
+		return err
+	}
+	src := c.Args().First()
+	return e.withRepo(func(dst *repo.Repo) error {
+		return e.withOther(src, false, func(s *repo.Repo) error {
+			rep, err := e.transfer(dst, s, from, e.agent, c.Bool("ff-only"), refs.OpPull, "pull from "+src)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return e.writeJSON(rep)
+			}
+			e.printSync(rep)
+			return nil
+		})
+	})
+}
+
+func (e *env) runSend(c *cli.Context) error {
+	if err := nargs(c, 1, 1); err != nil {
+		return err
+	}
+	to := c.String("to")
+	if to == "" {
+		to = e.agent
+	}
+	if err := refs.ValidateAgent(to); err != nil {
+		return err
+	}
+	dst := c.Args().First()
+	return e.withRepoRead(func(mine *repo.Repo) error {
+		return e.withOther(dst, true, func(d *repo.Repo) error {
+			rep, err := e.transfer(d, mine, e.agent, to, c.Bool("ff-only"), refs.OpPull, "sent")
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return e.writeJSON(rep)
+			}
+			e.printSync(rep)
+			return nil
+		})
+	})
+}
