@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -84,6 +85,13 @@ func runtimeFixture(args []string) int {
 }
 
 func init() {
+	// freeport VAR: set VAR to a free TCP address on 127.0.0.1.
+	scriptCmds["freeport"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		ts.Check(err)
+		ts.Setenv(args[0], l.Addr().String())
+		l.Close()
+	}
 	// waitserved STORE [HOLDER]: wait (10 s at most) until a server answers on
 	// STORE's socket, and has landed at least one commit.
 	scriptCmds["waitserved"] = func(ts *testscript.TestScript, neg bool, args []string) {
