@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -26,6 +27,9 @@ type SyncStats struct {
 	Blocks  int   `json:"blocks"`  // blocks copied
 	Bytes   int64 `json:"bytes"`   // their bytes
 	Haves   int   `json:"haves"`   // commits the receiver already held, where the walk stopped
+	// Cuts are the parent links the sender's forgets cut on the way: the
+	// receiver must record them (AdoptCuts) so its walks stop there too.
+	Cuts []CutLink `json:"cuts,omitempty"`
 }
 
 // syncBatch bounds the bytes of one Put on the receiver.
@@ -133,6 +137,7 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 				if ok, err := src.Blocks.Has(ctx, p); err != nil {
 					return st, err
 				} else if !ok {
+					st.Cuts = append(st.Cuts, CutLink{Commit: c, Parents: []objects.CID{p}})
 					continue // the sender's forget cut it
 				}
 			}
@@ -151,6 +156,44 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 		return st, fmt.Errorf("sync: the history of %s is incomplete after the transfer (the sender lacks blocks it names, e.g. %v); nothing moved", head.Short(), problems[0])
 	}
 	return st, nil
+}
+
+// AdoptCuts records, in agent's checkpoint, parent links a sender's forget
+// cut (SyncStats.Cuts), so that walks of the received history stop there.
+// A link is recorded only when its parent is indeed not in this store: a
+// cut can never hide what the store holds.
+func (r *Repo) AdoptCuts(ctx context.Context, agent string, links []CutLink) error {
+	if len(links) == 0 {
+		return nil
+	}
+	defer r.moves.lock(agent)()
+	cp, ok, err := r.CheckpointOf(ctx, agent)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		cp = &Checkpoint{Agent: agent, Time: r.Now(), Policy: "cuts received with a pull"}
+		cp.index()
+	}
+	for _, l := range links {
+		for _, p := range l.Parents {
+			if cp.IsCut(l.Commit, p) {
+				continue
+			}
+			if has, err := r.Blocks.Has(ctx, p); err != nil {
+				return err
+			} else if has {
+				continue
+			}
+			cp.Cuts = append(cp.Cuts, CutLink{Commit: l.Commit, Parents: []objects.CID{p}})
+			cp.index()
+		}
+	}
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	return r.Storage.SetMeta(ctx, checkpointName(agent), data)
 }
 
 // Integration is what Integrate did to an agent's HEAD.

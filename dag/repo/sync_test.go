@@ -120,3 +120,52 @@ func TestFetchFromALyingSender(t *testing.T) {
 	}
 	_ = cm
 }
+
+// Pulls work across a history a forget cut: the cuts travel with it, the
+// receiver verifies clean and later pulls fast-forward.
+func TestPullAcrossACut(t *testing.T) {
+	ctx := context.Background()
+	src := repo.New(memory.New())
+	clock := int64(1_700_000_000)
+	src = src.WithClock(func() int64 { return clock })
+	hourly(t, src, &clock, "a", 10)
+	if err := src.SetTag(ctx, "a", "old", history(t, src, "a")[15]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Forget(ctx, "a", repo.Policy{Last: 3}, false); err != nil {
+		t.Fatal(err)
+	}
+	dst := repo.New(memory.New())
+	h := headOf(t, src, "a")
+	st, err := dst.Fetch(ctx, src, h)
+	if err != nil || len(st.Cuts) == 0 {
+		t.Fatalf("fetch of a cut history: %+v %v", st, err)
+	}
+	if err := dst.AdoptCuts(ctx, "a", st.Cuts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.Integrate(ctx, "a", h, true, refs.OpClone, ""); err != nil {
+		t.Fatal(err)
+	}
+	verifyClean(t, dst)
+	if got, want := len(logOf(t, dst, "a")), 3; got != want {
+		t.Fatalf("the received log has %d commits, want %d", got, want)
+	}
+	clock += 3600
+	mustPut(t, src, "a", "later", "x")
+	if _, in, err := pull(t, dst, src, "a", true); err != nil || in.Outcome != "fast-forward" {
+		t.Fatalf("pull after the cut: %+v %v", in, err)
+	}
+	verifyClean(t, dst)
+	// A cut is never recorded over a parent the receiver holds.
+	var all []objects.CID
+	for _, le := range logOf(t, src, "a") {
+		all = append(all, le.CID)
+	}
+	if err := dst.AdoptCuts(ctx, "a", []repo.CutLink{{Commit: all[0], Parents: []objects.CID{all[1]}}}); err != nil {
+		t.Fatal(err)
+	}
+	if cp, _, _ := dst.CheckpointOf(ctx, "a"); cp.IsCut(all[0], all[1]) {
+		t.Fatal("a cut was recorded over a parent the store holds")
+	}
+}

@@ -101,6 +101,11 @@ func (e *env) transfer(dst, src *repo.Repo, from, to string, ffOnly bool, op ref
 	if rep.Stats, err = dst.Fetch(e.ctx, src, h.Commit); err != nil {
 		return rep, err
 	}
+	// A history the other store cut: the cuts come along, recorded before
+	// HEAD moves onto it (walks of it must stop there).
+	if err := dst.AdoptCuts(e.ctx, to, rep.Stats.Cuts); err != nil {
+		return rep, fmt.Errorf("recording the other store's cuts: %w", err)
+	}
 	if rep.HEAD, err = dst.Integrate(e.ctx, to, h.Commit, ffOnly, op, note); err != nil {
 		return rep, err
 	}
