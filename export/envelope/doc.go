@@ -5,8 +5,11 @@
 //
 //   - Cipher: the interface the rest of agentstate consumes. It streams plaintext
 //     to ciphertext and back and names itself with an ID such as "aes-256-gcm-v1".
-//     AES-256-GCM (this package) is the default; a threshold-IBE cipher (Seal) can
-//     be a second implementation later.
+//     AES-256-GCM (this package) is the default; Age ("age-v1") encrypts to age
+//     X25519 recipients (operators' public keys) for hand-over between
+//     operators, and Detect decrypts either, telling them apart by the blob's
+//     first bytes. A threshold-IBE cipher (Seal) can be another implementation
+//     later.
 //   - Envelope: the byte format one Cipher writes: a Header followed by chunks.
 //     The format is specified byte by byte in docs/envelope.md.
 //   - Header: magic "AGSENV", format version, flags, cipher id, chunk size, key
