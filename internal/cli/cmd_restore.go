@@ -3,12 +3,13 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/agentstate/agentstate/internal/store"
 	"os"
 	"path/filepath"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/export/envelope"
 	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/walrus"
 	"github.com/urfave/cli/v2"
@@ -17,6 +18,7 @@ import (
 func newRestoreCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "restore", Usage: "restore the agent from its pointer (or --blob) into the store", ArgsUsage: " ",
 		Flags: append([]cli.Flag{keyFlag(),
+			&cli.StringSliceFlag{Name: "identity", Aliases: []string{"i"}, Usage: "age identity file (AGE-SECRET-KEY-1..., mode 0600) for a snapshot encrypted to age recipients; repeatable", EnvVars: []string{"AGENTSTATE_IDENTITY"}},
 			&cli.StringFlag{Name: "blob", Usage: "blob id to restore instead of the pointer's"},
 			&cli.StringFlag{Name: "expect", Usage: "refuse unless the bundle hash is this 0x... value"},
 			jsonFlag()}, walrusFlags()...),
@@ -41,6 +43,12 @@ func (e *env) runRestore(c *cli.Context) error {
 		opts.Progress, done = e.progress("restore")
 		rec, err := p.Restore(e.ctx, e.agent, opts)
 		done()
+		if mk := (*envelope.MissingKeyError)(nil); errors.As(err, &mk) {
+			if mk.Format == envelope.CipherAgeV1 {
+				return fmt.Errorf("%w: give --identity FILE (the age identity of one of its recipients)", err)
+			}
+			return fmt.Errorf("%w: give --key FILE or AGENTSTATE_PASSPHRASE", err)
+		}
 		if err != nil {
 			return err
 		}

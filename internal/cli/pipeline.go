@@ -3,9 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"filippo.io/age"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/ens"
 	"github.com/agentstate/agentstate/export/envelope"
@@ -39,37 +42,8 @@ func (e *env) pipeline(c *cli.Context, r *repo.Repo, forPush bool) (*snapshot.Pi
 	}
 	cleanup := func() {}
 	p := &snapshot.Pipeline{Repo: r}
-	// Cipher: key file, else passphrase.
-	keyPath := pickPath("key", cfg.Key)
-	switch pass := e.getenv("AGENTSTATE_PASSPHRASE"); {
-	case keyPath != "":
-		k, err := envelope.LoadKeyFile(e.ctx, keyPath)
-		if errors.Is(err, envelope.ErrKeyFilePermissions) {
-			fmt.Fprintf(e.stderr, "agentstate: warning: %v\n", err)
-		} else if err != nil {
-			return nil, nil, err
-		}
-		if p.Cipher, err = envelope.NewAESGCM(k, envelope.Options{}); err != nil {
-			return nil, nil, err
-		}
-	case pass != "":
-		salt, ok, err := r.Storage.GetMeta(e.ctx, "kdf-salt")
-		if err != nil {
-			return nil, nil, err
-		}
-		if !ok && forPush {
-			if salt, err = envelope.NewSalt(); err != nil {
-				return nil, nil, err
-			}
-			if err := r.Storage.SetMeta(e.ctx, "kdf-salt", salt); err != nil {
-				return nil, nil, err
-			}
-		}
-		if p.Cipher, err = envelope.NewAESGCMPassphrase([]byte(pass), salt, envelope.DefaultKDFParams(), envelope.Options{}); err != nil {
-			return nil, nil, err
-		}
-	default:
-		return nil, nil, usagef("%s needs a key: --key FILE (make one with 'agentstate keygen -o FILE'), AGENTSTATE_KEY, or AGENTSTATE_PASSPHRASE", c.Command.Name)
+	if p.Cipher, err = e.cipher(c, r, pickPath("key", cfg.Key), forPush); err != nil {
+		return nil, nil, err
 	}
 	// Blob store: Walrus if configured, else the local blob directory.
 	pub, agg := pick("walrus-publisher", cfg.Walrus.Publisher), pick("walrus-aggregator", cfg.Walrus.Aggregator)
@@ -149,6 +123,112 @@ func (e *env) pipeline(c *cli.Context, r *repo.Repo, forPush bool) (*snapshot.Pi
 		p.Pointer = snapshot.FilePointer{Dir: dir}
 	}
 	return p, cleanup, nil
+}
+
+// cipher builds the snapshot cipher. push: age recipients (--recipient,
+// --recipients-file) when given, which replace the symmetric key for that
+// push; else the key file, else the passphrase. restore: a cipher that tells
+// the blob's format from its first bytes and decrypts an AGSENV envelope with
+// the key file or passphrase, an age file with the --identity files.
+func (e *env) cipher(c *cli.Context, r *repo.Repo, keyPath string, forPush bool) (envelope.Cipher, error) {
+	if forPush {
+		recipients, err := e.recipients(c)
+		if err != nil {
+			return nil, err
+		}
+		if len(recipients) > 0 {
+			return envelope.NewAgeEncrypter(recipients...)
+		}
+		aes, err := e.aesCipher(r, keyPath, true)
+		if err == nil && aes == nil {
+			err = usagef("push needs a key: --key FILE (make one with 'agentstate keygen -o FILE'), AGENTSTATE_KEY, or AGENTSTATE_PASSPHRASE; or --recipient age1... to encrypt to an operator's age public key")
+		}
+		return aes, err
+	}
+	aes, err := e.aesCipher(r, keyPath, false)
+	if err != nil {
+		return nil, err
+	}
+	var ids []age.Identity
+	for _, path := range c.StringSlice("identity") {
+		if path == "" {
+			continue // AGENTSTATE_IDENTITY set but empty
+		}
+		got, err := envelope.LoadAgeIdentities(e.ctx, e.path(path))
+		if errors.Is(err, envelope.ErrKeyFilePermissions) {
+			fmt.Fprintf(e.stderr, "agentstate: warning: %v\n", err)
+		} else if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+	}
+	d := &envelope.Detect{}
+	if aes != nil {
+		d.AES = aes
+	}
+	if len(ids) > 0 {
+		if d.Age, err = envelope.NewAgeDecrypter(ids...); err != nil {
+			return nil, err
+		}
+	}
+	if d.AES == nil && d.Age == nil {
+		return nil, usagef("restore needs a key: --key FILE, AGENTSTATE_KEY or AGENTSTATE_PASSPHRASE for a snapshot sealed with a key, --identity FILE for one encrypted to an age recipient")
+	}
+	return d, nil
+}
+
+// aesCipher returns the AES-256-GCM envelope cipher of the key file, else of
+// AGENTSTATE_PASSPHRASE, or nil when there is neither.
+func (e *env) aesCipher(r *repo.Repo, keyPath string, forPush bool) (*envelope.AESGCM, error) {
+	switch pass := e.getenv("AGENTSTATE_PASSPHRASE"); {
+	case keyPath != "":
+		k, err := envelope.LoadKeyFile(e.ctx, keyPath)
+		if errors.Is(err, envelope.ErrKeyFilePermissions) {
+			fmt.Fprintf(e.stderr, "agentstate: warning: %v\n", err)
+		} else if err != nil {
+			return nil, err
+		}
+		return envelope.NewAESGCM(k, envelope.Options{})
+	case pass != "":
+		salt, ok, err := r.Storage.GetMeta(e.ctx, "kdf-salt")
+		if err != nil {
+			return nil, err
+		}
+		if !ok && forPush {
+			if salt, err = envelope.NewSalt(); err != nil {
+				return nil, err
+			}
+			if err := r.Storage.SetMeta(e.ctx, "kdf-salt", salt); err != nil {
+				return nil, err
+			}
+		}
+		return envelope.NewAESGCMPassphrase([]byte(pass), salt, envelope.DefaultKDFParams(), envelope.Options{})
+	}
+	return nil, nil
+}
+
+// recipients returns push's age recipients: every --recipient, then the
+// lines of --recipients-file.
+func (e *env) recipients(c *cli.Context) ([]string, error) {
+	out := slices.Clone(c.StringSlice("recipient"))
+	for _, r := range out {
+		if _, err := envelope.ParseAgeRecipient(r); err != nil {
+			return nil, usagef("--recipient: %v", err)
+		}
+	}
+	if path := c.String("recipients-file"); path != "" {
+		f, err := os.Open(e.path(path))
+		if err != nil {
+			return nil, fmt.Errorf("--recipients-file: %w", err)
+		}
+		defer f.Close()
+		more, err := envelope.ParseAgeRecipients(f)
+		if err != nil {
+			return nil, fmt.Errorf("--recipients-file %s: %w", path, err)
+		}
+		out = append(out, more...)
+	}
+	return out, nil
 }
 
 func (e *env) progress(label string) (func(done, total int64), func()) {
