@@ -89,12 +89,16 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 				return
 			}
 			// Every commit of the newest time left: those queued and, from
-			// them, their ancestors of the same time.
+			// them, their ancestors of the same time. When only one queued
+			// commit has that time, everything else left is older or its
+			// ancestor: it goes first, alone (a linear history, even one
+			// written within one second, never gathers a bucket).
 			t := (*q)[0].Commit.Time
 			var bucket []LogEntry
 			for q.Len() > 0 && (*q)[0].Commit.Time == t {
 				bucket = append(bucket, heap.Pop(q).(LogEntry))
 			}
+			expand := len(bucket) > 1
 			for i := 0; i < len(bucket); i++ {
 				for _, p := range bucket[i].Commit.Parents {
 					if o.Cut != nil && o.Cut(bucket[i].CID, p) {
@@ -114,7 +118,7 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 						return
 					}
 					seen[p] = true
-					if pc.Time == t {
+					if pc.Time == t && expand {
 						bucket = append(bucket, LogEntry{CID: p, Commit: pc})
 					} else {
 						heap.Push(q, LogEntry{CID: p, Commit: pc})

@@ -69,6 +69,7 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 	}
 	has := func(c objects.CID) (bool, error) { return r.Blocks.Has(ctx, c) }
 	seen := map[objects.CID]bool{}
+	haves := map[objects.CID]bool{}
 	// copyTree copies a tree (or a chunked value) the receiver lacks.
 	var copyNode func(c objects.CID) error
 	copyNode = func(c objects.CID) error {
@@ -115,6 +116,7 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 			return st, err
 		} else if ok {
 			st.Haves++
+			haves[c] = true
 			continue
 		}
 		data, err := src.Blocks.Get(ctx, c)
@@ -147,8 +149,11 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 	if err := flush(); err != nil {
 		return st, err
 	}
-	// The whole history must now walk in r (blocks it had plus blocks sent).
-	_, problems, err := dag.Walk(ctx, r.Blocks, []objects.CID{head}, dag.WalkOptions{Gone: gone})
+	// The history must now walk in r (blocks it had plus blocks sent): the
+	// new commits, down to the commits r held (whole, as every commit a
+	// store holds is).
+	_, problems, err := dag.Walk(ctx, r.Blocks, []objects.CID{head}, dag.WalkOptions{Gone: gone,
+		Cut: func(_, parent objects.CID) bool { return haves[parent] }})
 	if err != nil {
 		return st, err
 	}
@@ -236,18 +241,19 @@ func (r *Repo) Integrate(ctx context.Context, agent string, theirs objects.CID, 
 		if ours == theirs {
 			return Integration{Outcome: "up to date", From: ours, To: ours}, nil
 		}
+		// The usual pull first: HEAD is behind theirs.
+		if ff, err := r.inHistory(ctx, agent, ours, theirs); err != nil {
+			return Integration{}, err
+		} else if ff {
+			e, err := r.Refs.Move(ctx, refs.Move{Agent: agent, Old: ours, New: theirs, Op: op, Time: r.Now(), Note: note})
+			return Integration{Outcome: "fast-forward", From: ours, To: theirs, Entry: e}, err
+		}
 		in, err := r.inHistory(ctx, agent, theirs, ours)
 		if err != nil {
 			return Integration{}, err
 		}
 		if in {
 			return Integration{Outcome: "up to date", From: ours, To: ours}, nil
-		}
-		if ff, err := r.inHistory(ctx, agent, ours, theirs); err != nil {
-			return Integration{}, err
-		} else if ff {
-			e, err := r.Refs.Move(ctx, refs.Move{Agent: agent, Old: ours, New: theirs, Op: op, Time: r.Now(), Note: note})
-			return Integration{Outcome: "fast-forward", From: ours, To: theirs, Entry: e}, err
 		}
 		if ffOnly {
 			return Integration{From: ours}, fmt.Errorf("%w: HEAD of %s is %s, the other side is at %s", ErrNotFastForward, agent, ours.Short(), theirs.Short())

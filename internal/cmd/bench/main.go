@@ -185,6 +185,7 @@ var workloads = []workload{
 	{11, "one-key put into a served 100k-key brain", w11ServedScale},
 	{12, "8 CLI readers beside a runtime landing tasks", w12Readers},
 	{13, "retention: forget --keep-last 100 after 10k tasks on a memory.db", w13Retention},
+	{14, "lineage sync: clone a 10k-commit history, pull one commit", w14Sync},
 }
 
 // row is one line of the result table. Times are in the unit the row says.
