@@ -11,23 +11,48 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func newForgetCommand(e *env) *cli.Command {
+// policyFlags are the --keep-* flags of forget (and serve).
+func policyFlags() []cli.Flag {
 	keep := func(name, what string) cli.Flag {
 		return &cli.IntFlag{Name: "keep-" + name, Usage: what + " (-1: all)"}
 	}
+	return []cli.Flag{
+		keep("last", "keep the newest N states"),
+		keep("hourly", "keep the newest state of each of the last N hours that have one"),
+		keep("daily", "... of each of the last N days"),
+		keep("weekly", "... of each of the last N ISO weeks"),
+		keep("monthly", "... of each of the last N months"),
+		keep("yearly", "... of each of the last N years"),
+		&cli.StringFlag{Name: "keep-within", Usage: "keep every state within DURATION of the newest (e.g. 36h, 7d, 2w3d)"},
+	}
+}
+
+// policyOf reads the --keep-* flags (a zero Policy when none is set).
+func policyOf(c *cli.Context) (repo.Policy, error) {
+	p := repo.Policy{Last: c.Int("keep-last"), Hourly: c.Int("keep-hourly"), Daily: c.Int("keep-daily"),
+		Weekly: c.Int("keep-weekly"), Monthly: c.Int("keep-monthly"), Yearly: c.Int("keep-yearly")}
+	if s := c.String("keep-within"); s != "" {
+		d, err := parseWithin(s)
+		if err != nil {
+			return p, usagef("--keep-within %q: %v", s, err)
+		}
+		p.Within = d
+	}
+	for _, n := range []int{p.Last, p.Hourly, p.Daily, p.Weekly, p.Monthly, p.Yearly} {
+		if n < -1 {
+			return p, usagef("a --keep-* count must be -1 (all) or more")
+		}
+	}
+	return p, nil
+}
+
+func newForgetCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "forget", Usage: "keep the states a retention policy selects, cut the rest of the history, and free its space", ArgsUsage: " ",
-		Flags: []cli.Flag{
-			keep("last", "keep the newest N states"),
-			keep("hourly", "keep the newest state of each of the last N hours that have one"),
-			keep("daily", "... of each of the last N days"),
-			keep("weekly", "... of each of the last N ISO weeks"),
-			keep("monthly", "... of each of the last N months"),
-			keep("yearly", "... of each of the last N years"),
-			&cli.StringFlag{Name: "keep-within", Usage: "keep every state within DURATION of the newest (e.g. 36h, 7d, 2w3d)"},
+		Flags: append(policyFlags(),
 			&cli.BoolFlag{Name: "all", Usage: "every agent"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "say what would be cut and freed; change nothing"},
 			jsonFlag(),
-		},
+		),
 		Action: e.runForget}
 }
 
@@ -35,19 +60,9 @@ func (e *env) runForget(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
-	p := repo.Policy{Last: c.Int("keep-last"), Hourly: c.Int("keep-hourly"), Daily: c.Int("keep-daily"),
-		Weekly: c.Int("keep-weekly"), Monthly: c.Int("keep-monthly"), Yearly: c.Int("keep-yearly")}
-	if s := c.String("keep-within"); s != "" {
-		d, err := parseWithin(s)
-		if err != nil {
-			return usagef("--keep-within %q: %v", s, err)
-		}
-		p.Within = d
-	}
-	for _, n := range []int{p.Last, p.Hourly, p.Daily, p.Weekly, p.Monthly, p.Yearly} {
-		if n < -1 {
-			return usagef("a --keep-* count must be -1 (all) or more")
-		}
+	p, err := policyOf(c)
+	if err != nil {
+		return err
 	}
 	if p.IsZero() {
 		return usagef("forget needs a policy: at least one --keep-* flag (HEAD and tagged commits are always kept; --keep-last 1 keeps only them)")

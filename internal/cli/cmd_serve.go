@@ -7,22 +7,27 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/internal/store"
 	"github.com/urfave/cli/v2"
 )
 
 func newServeCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "serve", Usage: "hold the store and serve it to every other command (foreground)", ArgsUsage: " ",
+	cmd := &cli.Command{Name: "serve", Usage: "hold the store and serve it to every other command (foreground)", ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Usage: "also serve the repository API on TCP at ADDR (HOST:PORT); needs a token file"},
 			&cli.StringFlag{Name: "token-file", Usage: "read-write bearer tokens for TCP, one per line"},
 			&cli.StringFlag{Name: "read-token-file", Usage: "read-only bearer tokens for TCP, one per line"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve TCP with TLS: PEM certificate (chain) file"},
 			&cli.StringFlag{Name: "tls-key", Usage: "PEM private key of --tls-cert"},
+			&cli.DurationFlag{Name: "forget-every", Usage: "with --keep-* flags: apply that retention policy to every agent this often, beside the writers (default 1h)"},
 		},
 		Action: e.runServe}
+	cmd.Flags = append(cmd.Flags, policyFlags()...)
+	return cmd
 }
 
 func (e *env) runServe(c *cli.Context) error {
@@ -42,6 +47,13 @@ func (e *env) runServe(c *cli.Context) error {
 	}
 	if opts.Listen != "" && len(opts.Tokens)+len(opts.ReadTokens) == 0 {
 		return usagef("--listen needs --token-file or --read-token-file: TCP clients must present a token")
+	}
+	policy, err := policyOf(c)
+	if err != nil {
+		return err
+	}
+	if c.IsSet("forget-every") && policy.IsZero() {
+		return usagef("--forget-every needs a policy: --keep-* flags")
 	}
 	if cert, key := c.String("tls-cert"), c.String("tls-key"); cert != "" || key != "" {
 		if opts.Listen == "" || cert == "" || key == "" {
@@ -84,6 +96,14 @@ func (e *env) runServe(c *cli.Context) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "agentstate: serving %s on %s (pid %d; Ctrl-C stops)\n", dir, strings.Join(srv.Addrs(), " and "), os.Getpid())
+	if !policy.IsZero() {
+		every := c.Duration("forget-every")
+		if every <= 0 {
+			every = time.Hour
+		}
+		fmt.Fprintf(e.stderr, "agentstate: forgetting every %s: %s\n", every, policy)
+		go e.retain(r, policy, every)
+	}
 	<-e.ctx.Done()
 	srv.Close()
 	fmt.Fprintf(e.stderr, "agentstate: stopped serving %s\n", dir)
@@ -135,4 +155,36 @@ func clientTLS(caFile string) (*tls.Config, error) {
 		return nil, fmt.Errorf("AGENTSTATE_REMOTE_CA: %s holds no PEM certificate", caFile)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
+}
+
+// retain applies a retention policy to every agent every interval until the
+// command ends: forget waits for the writers in flight, as gc does.
+func (e *env) retain(r *repo.Repo, p repo.Policy, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		heads, err := r.Refs.Agents(e.ctx)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "agentstate serve: forget: %v\n", err)
+			continue
+		}
+		for _, h := range heads {
+			rep, err := r.Forget(e.ctx, h.Agent, p, false)
+			if e.ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				fmt.Fprintf(e.stderr, "agentstate serve: forget %s: %v\n", h.Agent, err)
+				continue
+			}
+			if !rep.Unchanged {
+				fmt.Fprintf(e.stderr, "agentstate serve: forget %s: cut %d operations, %d commits; freed %d bytes\n", h.Agent, rep.CutOps, rep.CutCommits, rep.GC.BytesFreed)
+			}
+		}
+	}
 }
