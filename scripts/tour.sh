@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The agentstate tour, on the embedded defaults (no network): a brain is
-# committed, logged, diffed, checked out, forked, snapshotted and restored.
+# committed, logged, diffed, checked out, forked, snapshotted and restored,
+# served, embedded in a runtime, cloned to another store and pruned.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$(cd "$repo" && realpath "${1:-bin/agentstate}")"
@@ -99,3 +100,17 @@ say "The runtime: a Hermes-style task loop embedding agentstate (examples/hermes
 (cd "$repo" && go run ./examples/hermes -dir "$work/hermes")
 run --store "$work/hermes/store" --agent lumen log --oneline -n 8
 run --store "$work/hermes/store" --agent lumen receipts --verify
+
+say "History travels: clone lumen with its whole history into another store, work there, pull it back"
+run --store "$work/copy" clone "$work/.agentstate" lumen
+run --store "$work/copy" log --oneline -n 4
+echo "- learned on the copy." | run --store "$work/copy" put -m "work on the copy" notes/copy.md
+run pull --ff-only "$work/copy"
+run log --oneline -n 2
+
+say "Bounded growth: what the bytes hold, then keep the last 3 states and cut the rest"
+run du -n 3
+run forget --keep-last 3 --dry-run
+run forget --keep-last 3
+run log --oneline
+run verify
