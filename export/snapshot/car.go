@@ -30,6 +30,13 @@ func WriteCAR(ctx context.Context, w io.Writer, bs objects.BlockStore, commit ob
 // which cut reports true are not followed (their commits are gone), so the
 // CAR holds the kept history; its commits still name those parents.
 func WriteCARCut(ctx context.Context, w io.Writer, bs objects.BlockStore, commit objects.CID, cut func(child, parent objects.CID) bool) (CARStats, error) {
+	return WriteCARSince(ctx, w, bs, commit, cut, nil)
+}
+
+// WriteCARSince is WriteCARCut that leaves out the blocks skip names: an
+// incremental CAR, holding what a receiver that has skip's blocks lacks
+// (ReadCAR takes such a CAR into a store that has them).
+func WriteCARSince(ctx context.Context, w io.Writer, bs objects.BlockStore, commit objects.CID, cut func(child, parent objects.CID) bool, skip func(objects.CID) bool) (CARStats, error) {
 	var st CARStats
 	bw := bufio.NewWriterSize(w, 1<<20)
 	frame := func(parts ...[]byte) error {
@@ -56,6 +63,9 @@ func WriteCARCut(ctx context.Context, w io.Writer, bs objects.BlockStore, commit
 	_, problems, err := dag.Walk(ctx, bs, []objects.CID{commit}, dag.WalkOptions{
 		Cut: cut,
 		Visit: func(c objects.CID, data []byte) error {
+			if skip != nil && skip(c) {
+				return nil
+			}
 			st.Blocks++
 			return frame(c.Bytes(), data)
 		},
