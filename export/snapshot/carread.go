@@ -1,0 +1,623 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/ipfs/go-cid"
+)
+
+// Reading a CARv1 file back into a store (docs/snapshot.md, "CAR import").
+// The input is hostile until proven otherwise: every length is bounded
+// before anything is allocated, every CID is parsed strictly, every block is
+// re-hashed and decoded, the whole graph under the root is checked, and only
+// then is anything written to the store.
+
+var (
+	// ErrBadCAR marks a CAR that ReadCAR refused for its content: malformed
+	// framing, a header other than the canonical one, a block that does not
+	// hash to its CID or is not one of the store's objects, a link to a
+	// block that is in neither the CAR nor the store, a block the root does
+	// not reach, truncation, or a limit exceeded. Errors of the reader or
+	// the store, and a cancelled context, are not ErrBadCAR.
+	ErrBadCAR = errors.New("snapshot: CAR refused")
+	// ErrCARLimit marks a CAR refused because it exceeds one of CAROptions'
+	// limits (it is also ErrBadCAR).
+	ErrCARLimit = errors.New("snapshot: CAR exceeds a limit")
+)
+
+// Defaults of CAROptions.
+const (
+	DefaultCARMaxBlock  = 2 << 20   // bytes of one block
+	DefaultCARMaxStaged = 512 << 20 // bytes of blocks held in memory before the store is written
+)
+
+// carMaxHeader bounds the header's length. The only header accepted,
+// objects.CARHeader of one CID, is 58 bytes.
+const carMaxHeader = 1 << 10
+
+// carPutBatch bounds the bytes of one Put into the store.
+const carPutBatch = 4 << 20
+
+// CAROptions bound what ReadCAR accepts. Zero values take the defaults.
+type CAROptions struct {
+	// MaxBlock is the largest block (its bytes, the CID not counted);
+	// default DefaultCARMaxBlock. A frame longer than MaxBlock plus the
+	// CID's 36 bytes is refused before it is read.
+	MaxBlock int
+	// MaxBytes, when positive, is the largest input: reading stops with an
+	// error at the first byte beyond it. Zero means no limit (MaxStaged
+	// still bounds memory).
+	MaxBytes int64
+	// MaxStaged bounds the bytes of distinct blocks held in memory until the
+	// CAR has been checked whole; default DefaultCARMaxStaged.
+	MaxStaged int64
+}
+
+// CARImport says what ReadCAR read and stored.
+type CARImport struct {
+	Root   objects.CID // the CAR's root, a commit
+	Blocks int         // distinct blocks in the CAR (a repeated block counts once)
+	New    int         // of those, blocks the store did not hold before (written)
+	Bytes  int64       // bytes of the CAR read (header and frames)
+}
+
+// ReadCAR reads a CARv1 file (the format WriteCAR writes) into bs. It
+// accepts exactly one root, a commit, in the canonical header
+// objects.CARHeader(root); every frame's length is bounded, its CID parsed
+// strictly and its bytes re-hashed; dag-cbor blocks must be a commit, a tree
+// node or a chunk node in canonical form, raw blocks are values; every
+// block the root reaches must be in the CAR or already in bs (an
+// incremental CAR carries only what the receiver lacks), and every block of
+// the CAR must be reached from the root. A block repeated in the CAR is
+// stored once. Blocks are held in memory (at most o.MaxStaged bytes) and
+// written to bs, children before parents, only once all of that holds: a
+// refused CAR writes nothing. Refusals wrap ErrBadCAR and, where they apply,
+// objects.ErrHashMismatch, objects.ErrNonCanonical, objects.ErrBadObject,
+// objects.ErrBadCID, objects.ErrNotFound, ErrCARLimit and
+// io.ErrUnexpectedEOF.
+//
+// A commit already in bs is taken to be whole there, as everywhere in a
+// store: its parents are not walked (a forget may have cut them). Tree nodes
+// are walked wherever they live.
+func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptions) (CARImport, error) {
+	var imp CARImport
+	if o.MaxBlock <= 0 {
+		o.MaxBlock = DefaultCARMaxBlock
+	}
+	if o.MaxStaged <= 0 {
+		o.MaxStaged = DefaultCARMaxStaged
+	}
+	cr := &carReader{br: bufio.NewReaderSize(r, 64<<10), max: o.MaxBytes}
+
+	// Header.
+	n, err := cr.uvarint(carMaxHeader, "header length")
+	if err == io.EOF {
+		return imp, badCAR(0, "empty input: %w", io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		return imp, err
+	}
+	if n == 0 {
+		return imp, badCAR(0, "header length is 0")
+	}
+	hdr, err := cr.full(int(n), "header")
+	if err != nil {
+		return imp, err
+	}
+	root, err := parseCARHeader(hdr)
+	if err != nil {
+		return imp, err
+	}
+	imp.Root = root
+
+	// Frames.
+	st := &carStage{blocks: map[objects.CID]*stagedBlock{}}
+	maxFrame := uint64(o.MaxBlock) + 36
+	for {
+		if err := ctx.Err(); err != nil {
+			return imp, err
+		}
+		at := cr.n
+		n, err := cr.uvarint(maxFrame, "frame length")
+		if err == io.EOF {
+			break // a clean end, between frames
+		}
+		if err != nil {
+			return imp, err
+		}
+		if n == 0 {
+			return imp, badCAR(at, "empty frame")
+		}
+		frame, err := cr.full(int(n), "frame")
+		if err != nil {
+			return imp, err
+		}
+		c, data, err := parseFrame(frame, at, o.MaxBlock)
+		if err != nil {
+			return imp, err
+		}
+		if _, dup := st.blocks[c]; dup {
+			continue // same CID, verified: same bytes; stored once
+		}
+		if st.bytes+int64(len(data)) > o.MaxStaged {
+			return imp, limitCAR(at, "the CAR's blocks exceed %d bytes (MaxStaged), the most held in memory before they are checked", o.MaxStaged)
+		}
+		sb, err := classify(c, data, at)
+		if err != nil {
+			return imp, err
+		}
+		st.blocks[c] = sb
+		st.order = append(st.order, c)
+		st.bytes += int64(len(data))
+	}
+	imp.Bytes = cr.n
+	imp.Blocks = len(st.blocks)
+
+	// The root: a commit.
+	if sb, ok := st.blocks[root]; ok && sb.kind != kindCommit {
+		return imp, badCAR(-1, "root %s is a %s, not a commit: %w", root, sb.kind, objects.ErrBadObject)
+	}
+
+	// The graph: everything the root reaches is in the CAR or in bs, and is
+	// what its link says it is (Walk decodes commits as commits, tree
+	// nodes as tree nodes, chunked values as chunk nodes).
+	view := &carView{staged: st.blocks, bs: bs}
+	reach, problems, err := dag.Walk(ctx, view, []objects.CID{root}, dag.WalkOptions{
+		Cut: func(child, parent objects.CID) bool {
+			if _, ok := st.blocks[parent]; ok {
+				return false
+			}
+			ok, err := bs.Has(ctx, parent)
+			return err == nil && ok // a commit the store holds is whole there
+		},
+	})
+	if err != nil {
+		return imp, fmt.Errorf("snapshot: CAR: checking the graph: %w", err)
+	}
+	if len(problems) > 0 {
+		p := problems[0]
+		more := ""
+		if len(problems) > 1 {
+			more = fmt.Sprintf(" (and %d more problems)", len(problems)-1)
+		}
+		if errors.Is(p.Err, objects.ErrNotFound) || errors.Is(p.Err, dag.ErrUnknown) {
+			return imp, fmt.Errorf("%w: block %s (reached via %s from root %s) is in neither the CAR nor the store%s: %w (%w)", ErrBadCAR, p.CID, p.Via, root, more, objects.ErrNotFound, p.Err)
+		}
+		var ste storeError
+		if errors.As(p.Err, &ste) {
+			return imp, fmt.Errorf("snapshot: CAR: reading %s from the store: %w", p.CID, ste.err)
+		}
+		return imp, fmt.Errorf("%w: block %s (reached via %s from root %s)%s: %w", ErrBadCAR, p.CID, p.Via, root, more, p.Err)
+	}
+	for _, c := range st.order {
+		if _, ok := reach[c]; !ok {
+			return imp, badCAR(-1, "block %s is not reachable from the root %s", c, root)
+		}
+	}
+
+	// Store, children before parents, what bs lacks.
+	var batch []objects.Block
+	batchBytes := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := bs.Put(ctx, batch...); err != nil {
+			return fmt.Errorf("snapshot: CAR: storing blocks: %w", err)
+		}
+		batch, batchBytes = batch[:0], 0
+		return nil
+	}
+	for _, c := range st.postorder(root) {
+		if err := ctx.Err(); err != nil {
+			return imp, err
+		}
+		ok, err := bs.Has(ctx, c)
+		if err != nil {
+			return imp, fmt.Errorf("snapshot: CAR: %w", err)
+		}
+		if ok {
+			continue
+		}
+		data := st.blocks[c].data
+		batch = append(batch, objects.Block{CID: c, Data: data})
+		batchBytes += len(data)
+		imp.New++
+		if batchBytes >= carPutBatch {
+			if err := flush(); err != nil {
+				return imp, err
+			}
+		}
+	}
+	return imp, flush()
+}
+
+// badCAR returns an ErrBadCAR error; at is the input offset (-1: none).
+func badCAR(at int64, format string, a ...any) error {
+	msg := fmt.Errorf(format, a...)
+	if at < 0 {
+		return fmt.Errorf("%w: %w", ErrBadCAR, msg)
+	}
+	return fmt.Errorf("%w: at byte %d: %w", ErrBadCAR, at, msg)
+}
+
+// limitCAR returns an error that is both ErrCARLimit and ErrBadCAR.
+func limitCAR(at int64, format string, a ...any) error {
+	return fmt.Errorf("%w: %w: at byte %d: %s", ErrBadCAR, ErrCARLimit, at, fmt.Sprintf(format, a...))
+}
+
+// carReader reads the input, counting and bounding the bytes consumed.
+type carReader struct {
+	br  *bufio.Reader
+	n   int64 // bytes consumed
+	max int64 // > 0: at most this many
+}
+
+// uvarint reads an unsigned varint as multiformats defines it (at most 9
+// bytes, minimal encoding) whose value must not exceed limit. It returns
+// io.EOF, alone, only when the input ends before its first byte.
+func (cr *carReader) uvarint(limit uint64, what string) (uint64, error) {
+	start := cr.n
+	var v uint64
+	for i := 0; ; i++ {
+		if cr.max > 0 && cr.n >= cr.max {
+			if _, err := cr.br.Peek(1); err == io.EOF && i == 0 {
+				return 0, io.EOF
+			} else if err == nil {
+				return 0, limitCAR(cr.n, "the input is longer than %d bytes (MaxBytes)", cr.max)
+			}
+		}
+		b, err := cr.br.ReadByte()
+		if err == io.EOF {
+			if i == 0 {
+				return 0, io.EOF
+			}
+			return 0, badCAR(start, "truncated in the %s varint: %w", what, io.ErrUnexpectedEOF)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("snapshot: CAR: reading: %w", err)
+		}
+		cr.n++
+		if i == 8 && b&0x80 != 0 {
+			return 0, badCAR(start, "%s varint is longer than 9 bytes", what)
+		}
+		v |= uint64(b&0x7f) << (7 * i)
+		if b&0x80 == 0 {
+			if b == 0 && i > 0 {
+				return 0, badCAR(start, "%s varint is not minimally encoded", what)
+			}
+			break
+		}
+		if v > limit {
+			break // refused below without reading the rest
+		}
+	}
+	if v > limit {
+		if what == "header length" {
+			return 0, badCAR(start, "header length %d exceeds %d bytes (not a CARv1 file?)", v, carMaxHeader)
+		}
+		return 0, limitCAR(start, "%s %d exceeds %d bytes (MaxBlock plus the CID)", what, v, limit)
+	}
+	return v, nil
+}
+
+// full reads exactly n bytes (n is already bounded by the caller).
+func (cr *carReader) full(n int, what string) ([]byte, error) {
+	if cr.max > 0 && cr.n+int64(n) > cr.max {
+		return nil, limitCAR(cr.n, "a %d-byte %s would take the input beyond %d bytes (MaxBytes)", n, what, cr.max)
+	}
+	buf := make([]byte, n)
+	k, err := io.ReadFull(cr.br, buf)
+	cr.n += int64(k)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil, badCAR(cr.n-int64(k), "truncated %s: %d of %d bytes: %w", what, k, n, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: CAR: reading: %w", err)
+	}
+	return buf, nil
+}
+
+// parseCARHeader returns the root of a header, which must be byte for byte
+// objects.CARHeader(root) with root a dag-cbor CID. The reading before the
+// comparison only serves to say what is wrong with another header.
+func parseCARHeader(h []byte) (objects.CID, error) {
+	p := &cborCursor{b: h}
+	maj, n, err := p.head()
+	if err != nil || maj != 5 {
+		return objects.CID{}, badCAR(-1, "CAR header is not a DAG-CBOR map")
+	}
+	if n > 16 {
+		return objects.CID{}, badCAR(-1, "CAR header map has %d fields, want 2 (roots, version)", n)
+	}
+	var root objects.CID
+	var haveRoots, haveVersion bool
+	for range n {
+		k, err := p.text()
+		if err != nil {
+			return objects.CID{}, badCAR(-1, "CAR header: field name: %w", err)
+		}
+		switch k {
+		case "version":
+			maj, v, err := p.head()
+			if err != nil || maj != 0 {
+				return objects.CID{}, badCAR(-1, "CAR header: version is not an unsigned integer")
+			}
+			if v == 2 {
+				return objects.CID{}, badCAR(-1, "CARv2 is not supported: export a CARv1 file (agentstate export --format car writes one)")
+			}
+			if v != 1 {
+				return objects.CID{}, badCAR(-1, "CAR header: version %d, want 1", v)
+			}
+			haveVersion = true
+		case "roots":
+			maj, nr, err := p.head()
+			if err != nil || maj != 4 {
+				return objects.CID{}, badCAR(-1, "CAR header: roots is not an array")
+			}
+			if nr != 1 {
+				return objects.CID{}, badCAR(-1, "CAR header has %d roots, want exactly 1 (a commit)", nr)
+			}
+			if root, err = p.cid(); err != nil {
+				return objects.CID{}, badCAR(-1, "CAR header: root: %w", err)
+			}
+			if root.Codec() != objects.CodecDagCBOR {
+				return objects.CID{}, badCAR(-1, "CAR root %s is a value (raw), not a commit: %w", root, objects.ErrBadObject)
+			}
+			haveRoots = true
+		default:
+			return objects.CID{}, badCAR(-1, "CAR header: unexpected field %q (only roots and version)", k)
+		}
+	}
+	if !haveRoots || !haveVersion {
+		return objects.CID{}, badCAR(-1, "CAR header lacks roots or version")
+	}
+	if !bytes.Equal(h, objects.CARHeader(root)) {
+		return objects.CID{}, badCAR(-1, "CAR header is not canonical (want exactly %x): %w", objects.CARHeader(root), objects.ErrNonCanonical)
+	}
+	return root, nil
+}
+
+// parseFrame splits a frame into its CID, parsed strictly, and its block,
+// re-hashed.
+func parseFrame(frame []byte, at int64, maxBlock int) (objects.CID, []byte, error) {
+	k, _, err := cid.CidFromBytes(frame)
+	if err != nil {
+		return objects.CID{}, nil, badCAR(at, "frame CID: %w: %w", objects.ErrBadCID, err)
+	}
+	c, err := objects.CIDFromBytes(frame[:k])
+	if err != nil {
+		return objects.CID{}, nil, badCAR(at, "frame CID: %w", err)
+	}
+	data := frame[k:]
+	if len(data) > maxBlock {
+		return objects.CID{}, nil, limitCAR(at, "block %s has %d bytes, more than %d (MaxBlock)", c, len(data), maxBlock)
+	}
+	if err := objects.Verify(c, data); err != nil {
+		return objects.CID{}, nil, badCAR(at, "block %s: its bytes do not hash to its CID: %w", c, err)
+	}
+	return c, data, nil
+}
+
+type blockKind int
+
+const (
+	kindValue blockKind = iota
+	kindCommit
+	kindTree
+	kindChunk
+)
+
+func (k blockKind) String() string {
+	return [...]string{"value", "commit", "tree node", "chunk node"}[k]
+}
+
+type stagedBlock struct {
+	data  []byte
+	kind  blockKind
+	links []objects.CID
+}
+
+// classify decodes a verified block as one of the store's objects.
+func classify(c objects.CID, data []byte, at int64) (*stagedBlock, error) {
+	if c.Codec() == objects.CodecRaw {
+		return &stagedBlock{data: data, kind: kindValue}, nil
+	}
+	cm, errC := objects.DecodeCommit(data)
+	if errC == nil {
+		return &stagedBlock{data: data, kind: kindCommit, links: append([]objects.CID{cm.Tree}, cm.Parents...)}, nil
+	}
+	subs, vals, errT := objects.NodeLinks(data)
+	if errT == nil {
+		return &stagedBlock{data: data, kind: kindTree, links: append(subs, vals...)}, nil
+	}
+	chunks, errK := objects.ChunkLinks(data)
+	if errK == nil {
+		return &stagedBlock{data: data, kind: kindChunk, links: chunks}, nil
+	}
+	// Name the kind the block is closest to: one whose decoder found it
+	// non-canonical, else all three.
+	for _, e := range []struct {
+		kind string
+		err  error
+	}{{"commit", errC}, {"tree node", errT}, {"chunk node", errK}} {
+		if errors.Is(e.err, objects.ErrNonCanonical) {
+			return nil, badCAR(at, "block %s is a %s not in canonical form: %w", c, e.kind, e.err)
+		}
+	}
+	return nil, badCAR(at, "block %s is not a commit, tree node or chunk node (commit: %v; tree node: %v; chunk node: %w)", c, errC, errT, errK)
+}
+
+// carStage holds the CAR's blocks until they are checked.
+type carStage struct {
+	blocks map[objects.CID]*stagedBlock
+	order  []objects.CID // first appearance in the CAR
+	bytes  int64
+}
+
+// postorder lists every staged block, each after the staged blocks it
+// links to (children before parents), starting from root.
+func (st *carStage) postorder(root objects.CID) []objects.CID {
+	out := make([]objects.CID, 0, len(st.blocks))
+	done := make(map[objects.CID]bool, len(st.blocks))
+	type frame struct {
+		c objects.CID
+		i int
+	}
+	visit := func(start objects.CID) {
+		if _, ok := st.blocks[start]; !ok || done[start] {
+			return
+		}
+		done[start] = true
+		stack := []frame{{c: start}}
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			links := st.blocks[f.c].links
+			if f.i < len(links) {
+				l := links[f.i]
+				f.i++
+				if _, ok := st.blocks[l]; ok && !done[l] {
+					done[l] = true
+					stack = append(stack, frame{c: l})
+				}
+				continue
+			}
+			out = append(out, f.c)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	visit(root)
+	for _, c := range st.order {
+		visit(c)
+	}
+	return out
+}
+
+// carView is what the graph check walks: the staged blocks, then bs.
+type carView struct {
+	staged map[objects.CID]*stagedBlock
+	bs     objects.BlockStore
+}
+
+// storeError marks an error of bs itself (not a missing or corrupt block).
+type storeError struct{ err error }
+
+func (e storeError) Error() string { return e.err.Error() }
+func (e storeError) Unwrap() error { return e.err }
+
+func (v *carView) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	if sb, ok := v.staged[c]; ok {
+		return sb.data, nil
+	}
+	data, err := v.bs.Get(ctx, c)
+	if err != nil && !errors.Is(err, objects.ErrNotFound) && !errors.Is(err, objects.ErrHashMismatch) && ctx.Err() == nil {
+		return nil, storeError{err}
+	}
+	return data, err
+}
+
+func (v *carView) Has(ctx context.Context, c objects.CID) (bool, error) {
+	if _, ok := v.staged[c]; ok {
+		return true, nil
+	}
+	ok, err := v.bs.Has(ctx, c)
+	if err != nil {
+		return false, storeError{err}
+	}
+	return ok, nil
+}
+
+func (v *carView) Put(context.Context, ...objects.Block) error {
+	return errors.New("snapshot: CAR: the check's view is read-only")
+}
+
+// cborCursor reads the few CBOR items of a CAR header, strictly.
+type cborCursor struct {
+	b   []byte
+	off int
+}
+
+func (p *cborCursor) head() (major byte, n uint64, err error) {
+	if p.off >= len(p.b) {
+		return 0, 0, io.ErrUnexpectedEOF
+	}
+	ib := p.b[p.off]
+	p.off++
+	major, info := ib>>5, ib&0x1f
+	need := 0
+	switch {
+	case info < 24:
+		return major, uint64(info), nil
+	case info == 24:
+		need = 1
+	case info == 25:
+		need = 2
+	case info == 26:
+		need = 4
+	case info == 27:
+		need = 8
+	default:
+		return 0, 0, fmt.Errorf("CBOR additional info %d (indefinite lengths are not DAG-CBOR)", info)
+	}
+	if len(p.b)-p.off < need {
+		return 0, 0, io.ErrUnexpectedEOF
+	}
+	for _, c := range p.b[p.off : p.off+need] {
+		n = n<<8 | uint64(c)
+	}
+	p.off += need
+	return major, n, nil
+}
+
+func (p *cborCursor) take(want byte) ([]byte, error) {
+	m, n, err := p.head()
+	if err != nil {
+		return nil, err
+	}
+	if m != want {
+		return nil, fmt.Errorf("CBOR major type %d, want %d", m, want)
+	}
+	if n > uint64(len(p.b)-p.off) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	s := p.b[p.off : p.off+int(n)]
+	p.off += int(n)
+	return s, nil
+}
+
+func (p *cborCursor) text() (string, error) {
+	s, err := p.take(3)
+	if err != nil {
+		return "", err
+	}
+	if !utf8.Valid(s) {
+		return "", errors.New("text is not valid UTF-8")
+	}
+	return string(s), nil
+}
+
+func (p *cborCursor) cid() (objects.CID, error) {
+	m, tag, err := p.head()
+	if err != nil {
+		return objects.CID{}, err
+	}
+	if m != 6 || tag != 42 {
+		return objects.CID{}, errors.New("not a CID (tag 42)")
+	}
+	b, err := p.take(2)
+	if err != nil {
+		return objects.CID{}, err
+	}
+	if len(b) == 0 || b[0] != 0 {
+		return objects.CID{}, errors.New("CID bytes lack the 0x00 prefix")
+	}
+	return objects.CIDFromBytes(b[1:])
+}
