@@ -567,3 +567,35 @@ func TestCARVector(t *testing.T) {
 		t.Fatal("docs/snapshot.md does not hold the CAR test vector")
 	}
 }
+
+// failingStore fails every read: a store error, not a malformed CAR.
+type failingStore struct{ objects.BlockStore }
+
+var errDisk = errors.New("disk on fire")
+
+func (failingStore) Get(context.Context, objects.CID) ([]byte, error) { return nil, errDisk }
+func (failingStore) Has(context.Context, objects.CID) (bool, error)   { return false, errDisk }
+
+// TestReadCARStoreError: when the store fails, ReadCAR says so, and does not
+// blame the CAR.
+func TestReadCARStoreError(t *testing.T) {
+	src, base, head := fuzzHistory(t)
+	hdr, frames := splitCAR(t, carOf(t, src, head))
+	have := reachOf(t, src, base)
+	var incr []carFrame
+	for _, f := range frames {
+		if _, ok := have[f.cid]; !ok {
+			incr = append(incr, f)
+		}
+	}
+	ms := memstore.New()
+	for _, in := range [][]byte{joinCAR(hdr, frames...), joinCAR(hdr, incr...)} {
+		_, err := snapshot.ReadCAR(context.Background(), bytes.NewReader(in), failingStore{ms}, snapshot.CAROptions{})
+		if !errors.Is(err, errDisk) || errors.Is(err, snapshot.ErrBadCAR) {
+			t.Fatalf("store error: %v", err)
+		}
+	}
+	if ms.Len() != 0 {
+		t.Fatalf("%d blocks written", ms.Len())
+	}
+}
