@@ -13,10 +13,11 @@ import (
 )
 
 func newImportCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "import", Usage: "commit a tar as the agent's next state", ArgsUsage: "FILE.tar",
+	return &cli.Command{Name: "import", Usage: "commit a tar as the agent's next state, or bring in a CAR's history (fast-forward or merge)", ArgsUsage: "FILE.tar|FILE.car",
 		Flags: []cli.Flag{
 			messageFlag(),
 			&cli.BoolFlag{Name: "skip-unsupported", Usage: "skip (and report) links and devices instead of refusing the tar"},
+			&cli.BoolFlag{Name: "ff-only", Usage: "CAR: refuse to merge, only a fast-forward"},
 		}, Action: e.runImport}
 }
 
@@ -29,8 +30,12 @@ func (e *env) runImport(c *cli.Context) error {
 		return err
 	}
 	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	if isCAR(br) {
+		return e.importCAR(c, br)
+	}
 	return e.withRepo(func(r *repo.Repo) error {
-		imp, err := snapshot.ReadTar(e.ctx, bufio.NewReaderSize(f, 1<<20), r.Blocks, c.Bool("skip-unsupported"))
+		imp, err := snapshot.ReadTar(e.ctx, br, r.Blocks, c.Bool("skip-unsupported"))
 		if err != nil {
 			return fmt.Errorf("importing %s (nothing was committed): %w", c.Args().First(), err)
 		}
@@ -47,5 +52,32 @@ func (e *env) runImport(c *cli.Context) error {
 			msg = "import " + filepath.Base(c.Args().First())
 		}
 		return e.finishCommit(r, repo.CommitRequest{Agent: e.agent, Tree: imp.Tree, Message: msg, Op: refs.OpImport})
+	})
+}
+
+// isCAR tells a CARv1 file from a tar by its first bytes: a CAR starts with
+// the varint length of its header and the header's DAG-CBOR map (0xa2, two
+// pairs); a tar starts with a file name.
+func isCAR(br *bufio.Reader) bool {
+	b, _ := br.Peek(3)
+	return len(b) == 3 && b[0] > 0 && b[0] < 0x80 && b[1] == 0xa2
+}
+
+// importCAR reads a CAR's blocks into the store (every block re-hashed,
+// canonical form checked, every link present in the CAR or the store) and
+// moves the agent's HEAD onto its root as a pull does.
+func (e *env) importCAR(c *cli.Context, br *bufio.Reader) error {
+	name := c.Args().First()
+	return e.withRepo(func(r *repo.Repo) error {
+		imp, err := snapshot.ReadCAR(e.ctx, br, r.Blocks, snapshot.CAROptions{})
+		if err != nil {
+			return fmt.Errorf("importing %s (HEAD did not move): %w", name, err)
+		}
+		in, err := r.Integrate(e.ctx, e.agent, imp.Root, c.Bool("ff-only"), refs.OpImport, "import "+filepath.Base(name))
+		if err != nil {
+			return fmt.Errorf("importing %s (its blocks are stored; HEAD did not move): %w", name, err)
+		}
+		fmt.Fprintf(e.stdout, "%s: %s at %s (%d blocks, %d new)\n", e.agent, in.Outcome, in.To.Short(), imp.Blocks, imp.New)
+		return nil
 	})
 }

@@ -1,0 +1,237 @@
+package history_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/memory"
+	"github.com/agentstate/agentstate/export/envelope"
+	"github.com/agentstate/agentstate/export/history"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/walrus"
+	"github.com/agentstate/agentstate/walrus/localstore"
+)
+
+func key(seed string) ed25519.PrivateKey {
+	s := sha256.Sum256([]byte(seed))
+	return ed25519.NewKeyFromSeed(s[:])
+}
+
+func put(t *testing.T, r *repo.Repo, key, val string) {
+	t.Helper()
+	v := objects.NewValue([]byte(val))
+	if _, err := r.Edit(context.Background(), repo.EditRequest{Agent: "lumen", Message: "put " + key, Create: true, Blocks: []objects.Block{v},
+		Edit: func(ctx context.Context, tr *objects.Tree) (bool, error) { return tr.Put(ctx, key, v.CID) }}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func logOf(t *testing.T, r *repo.Repo) []objects.CID {
+	t.Helper()
+	h, err := r.Refs.Head(context.Background(), "lumen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []objects.CID
+	for le, err := range dag.Log(context.Background(), r.Blocks, h.Commit) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, le.CID)
+	}
+	return out
+}
+
+type fixture struct {
+	src      *repo.Repo
+	blobs    *localstore.Store
+	ptr      history.FilePointer
+	cipher   envelope.Cipher
+	operator ed25519.PrivateKey
+}
+
+func newFixture(t *testing.T) *fixture {
+	blobs, err := localstore.Open(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k envelope.Key
+	copy(k[:], "0123456789abcdef0123456789abcdef")
+	c, err := envelope.NewAESGCM(k, envelope.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{src: repo.New(memory.New()), blobs: blobs, ptr: history.FilePointer{Dir: t.TempDir()}, cipher: c, operator: key("operator")}
+}
+
+func (f *fixture) shipper(r *repo.Repo) *history.Shipper {
+	return &history.Shipper{Repo: r, Cipher: f.cipher, Blobs: f.blobs, Pointer: f.ptr}
+}
+
+func TestPushAndRestoreHistory(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	for i := range 20 {
+		put(t, f.src, fmt.Sprint("k", i%4), fmt.Sprint("v", i))
+	}
+	m1, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil || len(m1.Packs) != 1 {
+		t.Fatalf("first push: %+v %v", m1, err)
+	}
+	for i := range 3 {
+		put(t, f.src, "new", fmt.Sprint("n", i))
+	}
+	m2, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil || len(m2.Packs) != 2 || m2.Packs[0] != m1.Packs[0] {
+		t.Fatalf("second push: %+v %v", m2, err)
+	}
+	// The second pack holds what is new: 3 commits, their changed tree
+	// nodes and values, far fewer blocks than the first.
+	if m2.Packs[1].Blocks >= m1.Packs[0].Blocks || m2.Packs[1].Blocks > 12 {
+		t.Fatalf("second pack %d blocks, first %d", m2.Packs[1].Blocks, m1.Packs[0].Blocks)
+	}
+	// A fresh store rebuilds the whole log, commit for commit.
+	dst := repo.New(memory.New())
+	m, err := f.shipper(dst).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.Integrate(ctx, "lumen", m.Head, true, refs.OpRestore, "restore --history"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(logOf(t, dst), logOf(t, f.src)) {
+		t.Fatal("the restored log differs from the original")
+	}
+	rep, err := dst.Verify(ctx)
+	if err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+	// Nothing new: the same manifest.
+	m3, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil || m3.Head != m2.Head || len(m3.Packs) != 2 {
+		t.Fatalf("push with nothing new: %+v %v", m3, err)
+	}
+}
+
+// republish signs m with k and publishes it as the agent's manifest.
+func (f *fixture) republish(t *testing.T, m *history.Manifest, k ed25519.PrivateKey) {
+	t.Helper()
+	ctx := context.Background()
+	if err := m.Sign(k); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(m)
+	st, err := f.blobs.Put(ctx, bytes.NewReader(body), int64(len(body)), walrus.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	if err := f.ptr.WriteHistory(ctx, "lumen", history.Ref{Blob: st.BlobID, SHA256: fmt.Sprintf("%x", sum), Size: int64(len(body))}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHostileHistory(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	for i := range 10 {
+		put(t, f.src, fmt.Sprint("k", i), "v")
+	}
+	m1, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		put(t, f.src, "more", fmt.Sprint(i))
+	}
+	good, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)}
+	try := func(name string, m *history.Manifest, k ed25519.PrivateKey, want error) {
+		t.Helper()
+		c := *m
+		c.Packs = slices.Clone(m.Packs)
+		f.republish(t, &c, k)
+		dst := repo.New(memory.New())
+		_, err := f.shipper(dst).Fetch(ctx, "lumen", trusted)
+		if !errors.Is(err, want) {
+			t.Errorf("%s: %v, want %v", name, err, want)
+		}
+		if _, err := dst.Refs.Head(ctx, "lumen"); !errors.Is(err, refs.ErrNoAgent) {
+			t.Errorf("%s: the store has a HEAD after a refused history", name)
+		}
+	}
+	try("signed by an unknown key", good, key("mallory"), history.ErrUntrusted)
+	lying := *good
+	lying.Packs = slices.Clone(good.Packs)
+	lying.Packs[1].Blocks++
+	try("a pack that contradicts its manifest", &lying, f.operator, history.ErrBadPack)
+	badSum := *good
+	badSum.Packs = slices.Clone(good.Packs)
+	badSum.Packs[0].SHA256 = fmt.Sprintf("%064x", 1)
+	try("a pack whose bytes are not the manifest's", &badSum, f.operator, history.ErrBadPack)
+	_ = m1
+}
+
+// Packs named out of order: the second pack, read first, lacks the blocks of
+// the first: refused, nothing moved.
+func TestPacksOutOfOrder(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	for i := range 10 {
+		put(t, f.src, fmt.Sprint("k", i), "v")
+	}
+	if _, err := f.shipper(f.src).Push(ctx, "lumen", f.operator); err != nil {
+		t.Fatal(err)
+	}
+	put(t, f.src, "more", "x")
+	good, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := *good
+	swapped.Packs = []history.Pack{good.Packs[1], good.Packs[0]}
+	swapped.Head = good.Packs[0].Head
+	f.republish(t, &swapped, f.operator)
+	dst := repo.New(memory.New())
+	if _, err := f.shipper(dst).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)}); err == nil {
+		t.Fatal("packs out of order were accepted")
+	}
+	if _, err := dst.Refs.Head(ctx, "lumen"); !errors.Is(err, refs.ErrNoAgent) {
+		t.Fatal("a HEAD after refused packs")
+	}
+}
+
+func TestParseManifestStrict(t *testing.T) {
+	m := &history.Manifest{V: 1, Agent: "lumen", Head: objects.NewValue([]byte("x")).CID, Packs: []history.Pack{{Blob: "b", SHA256: fmt.Sprintf("%064x", 1), Size: 1, Head: objects.NewValue([]byte("x")).CID}}}
+	if err := m.Sign(key("operator")); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(m)
+	if _, err := history.Parse(body); err != nil {
+		t.Fatalf("a good manifest: %v", err)
+	}
+	for name, data := range map[string][]byte{
+		"extra member":  append(body[:len(body)-1:len(body)-1], []byte(`,"x":1}`)...),
+		"not canonical": append([]byte(" "), body...),
+		"truncated":     body[:len(body)/2],
+		"version 2":     []byte(`{"v":2}`),
+	} {
+		if _, err := history.Parse(data); !errors.Is(err, history.ErrBadManifest) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
