@@ -187,48 +187,34 @@ func (e *env) runClone(c *cli.Context) error {
 	})
 }
 
-func (e *env) runPull(c *cli.Context) error {
-	if err := nargs(c, 1, 1); err != nil {
-		return err
-	}
-	from := c.String("from")
-	if from == "" {
-		from = e.agent
-	}
-	if err := refs.ValidateAgent(from); err != nil {
-		return err
-	}
-	src := c.Args().First()
-	return e.withRepo(func(dst *repo.Repo) error {
-		return e.withOther(src, false, func(s *repo.Repo) error {
-			rep, err := e.transfer(dst, s, from, e.agent, c.Bool("ff-only"), refs.OpPull, "pull from "+src)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return e.writeJSON(rep)
-			}
-			e.printSync(rep)
-			return nil
-		})
-	})
-}
+func (e *env) runPull(c *cli.Context) error { return e.runPullSend(c, false) }
 
-func (e *env) runSend(c *cli.Context) error {
+func (e *env) runSend(c *cli.Context) error { return e.runPullSend(c, true) }
+
+// runPullSend is pull (the other store's agent --from into ours) and send
+// (ours into the other store's agent --to).
+func (e *env) runPullSend(c *cli.Context, send bool) error {
 	if err := nargs(c, 1, 1); err != nil {
 		return err
 	}
-	to := c.String("to")
-	if to == "" {
-		to = e.agent
+	flag, note, mode := "from", "pull from "+c.Args().First(), e.withRepo
+	if send {
+		flag, note, mode = "to", "sent", e.withRepoRead
 	}
-	if err := refs.ValidateAgent(to); err != nil {
+	other := c.String(flag)
+	if other == "" {
+		other = e.agent
+	}
+	if err := refs.ValidateAgent(other); err != nil {
 		return err
 	}
-	dst := c.Args().First()
-	return e.withRepoRead(func(mine *repo.Repo) error {
-		return e.withOther(dst, true, func(d *repo.Repo) error {
-			rep, err := e.transfer(d, mine, e.agent, to, c.Bool("ff-only"), refs.OpPull, "sent")
+	return mode(func(mine *repo.Repo) error {
+		return e.withOther(c.Args().First(), send, func(o *repo.Repo) error {
+			dst, src, from, to := mine, o, other, e.agent
+			if send {
+				dst, src, from, to = o, mine, e.agent, other
+			}
+			rep, err := e.transfer(dst, src, from, to, c.Bool("ff-only"), refs.OpPull, note)
 			if err != nil {
 				return err
 			}
