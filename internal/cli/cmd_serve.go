@@ -12,13 +12,14 @@ import (
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/runtime/web"
 	"github.com/urfave/cli/v2"
 )
 
 func newServeCommand(e *env) *cli.Command {
 	cmd := &cli.Command{Name: "serve", Usage: "hold the store and serve it to every other command (foreground)", ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "listen", Usage: "also serve the repository API on TCP at ADDR (HOST:PORT); needs a token file"},
+			&cli.StringFlag{Name: "listen", Usage: "also serve on TCP at ADDR (HOST:PORT): the repository API, and MCP over HTTP at /mcp; needs a token file"},
 			&cli.StringFlag{Name: "token-file", Usage: "read-write bearer tokens for TCP, one per line"},
 			&cli.StringFlag{Name: "read-token-file", Usage: "read-only bearer tokens for TCP, one per line"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve TCP with TLS: PEM certificate (chain) file"},
@@ -91,11 +92,17 @@ func (e *env) runServe(c *cli.Context) error {
 		os.Unsetenv(v)
 	}
 	opts.Logf = func(format string, a ...any) { fmt.Fprintf(e.stderr, "agentstate serve: "+format+"\n", a...) }
+	if opts.Listen != "" {
+		opts.HTTP = web.Handler(r, web.Options{Agent: e.agent})
+	}
 	srv, err := remote.Start(r, opts)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "agentstate: serving %s on %s (pid %d; Ctrl-C stops)\n", dir, strings.Join(srv.Addrs(), " and "), os.Getpid())
+	if addr := srv.TCPAddr(); addr != "" {
+		fmt.Fprintf(e.stderr, "agentstate: MCP (streamable HTTP) at %smcp with 'Authorization: Bearer TOKEN'\n", remote.URL(addr, opts.TLS))
+	}
 	if !policy.IsZero() {
 		every := c.Duration("forget-every")
 		if every <= 0 {

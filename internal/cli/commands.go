@@ -31,6 +31,7 @@ func commands(e *env) []*cli.Command {
 		newCloneCommand(e),
 		newPullCommand(e),
 		newSendCommand(e),
+		newMcpCommand(e),
 		newReceiptsCommand(e),
 		newExportCommand(e),
 		newImportCommand(e),

@@ -199,6 +199,21 @@ func execOn(sock string, args []string) (int, error) {
 	if err := st.MsgSend(&start, rpcwire.Encoding); err != nil {
 		return 0, errNotServed // the server went away before taking the command
 	}
+	// Stdin is read when the command asks for it, on a goroutine of its own:
+	// the command's output keeps flowing while a read waits (an interactive
+	// protocol, such as 'agentstate mcp', answers before it reads again).
+	wants := make(chan int, 1)
+	defer close(wants)
+	go func() {
+		for want := range wants {
+			buf := make([]byte, min(want, 1<<20))
+			n, rerr := os.Stdin.Read(buf)
+			in := rpcwire.ExecIn{Data: buf[:n], EOF: rerr != nil && n == 0}
+			if st.MsgSend(&in, rpcwire.Encoding) != nil {
+				return // the main loop sees the stream end
+			}
+		}
+	}()
 	started := false
 	for {
 		var m rpcwire.ExecOut
@@ -216,14 +231,9 @@ func execOn(sock string, args []string) (int, error) {
 		case m.Done:
 			return m.Code, nil
 		case m.Want > 0:
-			buf := make([]byte, min(m.Want, 1<<20))
-			n, rerr := os.Stdin.Read(buf)
-			in := rpcwire.ExecIn{Data: buf[:n], EOF: rerr != nil && n == 0}
-			if rerr != nil && !errors.Is(rerr, io.EOF) && n == 0 {
-				in.EOF = true
-			}
-			if err := st.MsgSend(&in, rpcwire.Encoding); err != nil {
-				return 1, errors.New("the server went away during the command: " + err.Error())
+			select {
+			case wants <- m.Want:
+			default: // a read is already waiting
 			}
 		case m.Stream == 1:
 			if _, err := os.Stdout.Write(m.Data); err != nil {

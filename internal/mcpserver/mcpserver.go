@@ -1,0 +1,419 @@
+// Package mcpserver is agentstate's Model Context Protocol server, built on
+// the official Go SDK: tools and a resource template over internal/inspect,
+// served on stdio ('agentstate mcp') or streamable HTTP ('/mcp' on a served
+// store's TCP address). docs/mcp.md describes every tool.
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/internal/inspect"
+	"github.com/agentstate/agentstate/objects"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Limits on what a tool result carries inline.
+const (
+	MaxInline  = 256 << 10 // one value
+	MaxSubtree = 4 << 20   // all values of one read_subtree
+	MaxList    = 10000     // entries of one list
+)
+
+// Options configure a server.
+type Options struct {
+	ReadOnly bool   // register the reads only
+	Agent    string // the agent when a call names none
+	Version  string
+}
+
+// Source is the metadata every MCP write records.
+const Source = "mcp"
+
+// NewServer returns an MCP server over v.
+func NewServer(v *inspect.View, o Options) *sdk.Server {
+	if o.Version == "" {
+		o.Version = "1"
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "agentstate", Version: o.Version}, &sdk.ServerOptions{
+		Instructions: "agentstate keeps an agent's brain (skills, memory, prompt, key-value state) as a content-addressed history. " +
+			"Revisions: HEAD, HEAD~N, HEAD^2, a commit CID (10+ characters), a tag. Values are also resources: agentstate://AGENT/REV/KEY.",
+	})
+	h := &handlers{v: v, o: o}
+	// Outputs are 'any' to the SDK: CIDs are JSON strings, which a schema
+	// inferred from their Go struct would call objects.
+	sdk.AddTool(s, &sdk.Tool{Name: "list_agents", Description: "List the agents in the store with their HEAD commit, last message and bundle hash."}, h.listAgents)
+	sdk.AddTool(s, &sdk.Tool{Name: "log", Description: "An agent's history, newest first (merged lines included); path limits it to commits that changed a key."}, h.log)
+	sdk.AddTool(s, &sdk.Tool{Name: "show", Description: "One commit: message, metadata, parents, bundle hash, and what it changed against its first parent (with line diffs when lines is true)."}, h.show)
+	sdk.AddTool(s, &sdk.Tool{Name: "diff", Description: "What changed between two revisions of an agent, per key; line diffs of text values when lines is true, sizes for binary ones."}, h.diff)
+	sdk.AddTool(s, &sdk.Tool{Name: "get", Description: "A key's value at a revision (default HEAD): text inline, binary as base64; values over 256 KiB give their size only."}, h.get)
+	sdk.AddTool(s, &sdk.Tool{Name: "list", Description: "The keys under a prefix at a revision, with their sizes."}, h.list)
+	sdk.AddTool(s, &sdk.Tool{Name: "read_subtree", Description: "Every key under a prefix at a revision with its value, without a checkout (values over 256 KiB, and any past 4 MiB in all, give their size only)."}, h.readSubtree)
+	sdk.AddTool(s, &sdk.Tool{Name: "oplog", Description: "An agent's operation log, newest first: every HEAD move (commit, merge, undo, redo, reset, fork, restore, pull), undone ones marked."}, h.oplog)
+	sdk.AddTool(s, &sdk.Tool{Name: "receipts", Description: "An agent's signed task receipts; with verify, each checked against the store's operator keys and its commit's bundle hash."}, h.receipts)
+	sdk.AddTool(s, &sdk.Tool{Name: "snapshots", Description: "An agent's snapshot pushes and restores: blob ids, commits, bundle hashes, expiry epochs."}, h.snapshots)
+	if !o.ReadOnly {
+		sdk.AddTool(s, &sdk.Tool{Name: "put", Description: "Set a key to a value (text, or base64 for bytes) at the agent's HEAD: one commit, recorded as coming from MCP."}, h.put)
+		sdk.AddTool(s, &sdk.Tool{Name: "delete", Description: "Delete a key at the agent's HEAD: one commit, recorded as coming from MCP."}, h.delete)
+		sdk.AddTool(s, &sdk.Tool{Name: "undo", Description: "Revert the agent's last operation (HEAD moves back; it can be redone from the command line)."}, h.undo)
+		sdk.AddTool(s, &sdk.Tool{Name: "fork", Description: "Start a new agent at a revision of another: O(1), history shared."}, h.fork)
+	}
+	s.AddResourceTemplate(&sdk.ResourceTemplate{Name: "value", URITemplate: "agentstate://{agent}/{rev}/{+key}",
+		Description: "A key's value at a revision of an agent (rev percent-encoded: HEAD%7E2 for HEAD~2).", MIMEType: "application/octet-stream"}, h.resource)
+	return s
+}
+
+// Handler serves MCP over streamable HTTP: a read-only server for requests
+// readOnly reports, the full one otherwise. Authentication is the caller's.
+func Handler(v *inspect.View, readOnly func(*http.Request) bool, o Options) http.Handler {
+	ro, rw := o, o
+	ro.ReadOnly, rw.ReadOnly = true, false
+	roS, rwS := NewServer(v, ro), NewServer(v, rw)
+	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		if o.ReadOnly || readOnly(r) {
+			return roS
+		}
+		return rwS
+	}, nil)
+}
+
+// ServeStdio serves MCP on in and out (newline-delimited JSON-RPC) until in
+// ends or ctx is done.
+func ServeStdio(ctx context.Context, v *inspect.View, o Options, in io.Reader, out io.Writer) error {
+	err := NewServer(v, o).Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopCloser{out}})
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+type handlers struct {
+	v *inspect.View
+	o Options
+}
+
+func (h *handlers) agent(a string) string {
+	if a == "" {
+		return h.o.Agent
+	}
+	return a
+}
+
+// The tools' inputs and outputs.
+
+type agentIn struct {
+	Agent string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+}
+
+type agentsOut struct {
+	Agents []inspect.Agent `json:"agents"`
+}
+
+func (h *handlers) listAgents(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+	as, err := h.v.Agents(ctx)
+	return nil, agentsOut{Agents: as}, err
+}
+
+type logIn struct {
+	Agent string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Rev   string `json:"rev,omitempty" jsonschema:"where to start (default HEAD)"`
+	Path  string `json:"path,omitempty" jsonschema:"only commits that changed this key"`
+	Limit int    `json:"limit,omitempty" jsonschema:"at most this many commits (default 50)"`
+}
+
+type logOut struct {
+	Commits []inspect.Commit `json:"commits"`
+}
+
+func (h *handlers) log(ctx context.Context, _ *sdk.CallToolRequest, in logIn) (*sdk.CallToolResult, any, error) {
+	if in.Limit <= 0 {
+		in.Limit = 50
+	}
+	cs, err := h.v.Log(ctx, h.agent(in.Agent), inspect.LogOptions{Rev: in.Rev, Path: in.Path, Limit: in.Limit})
+	return nil, logOut{Commits: cs}, err
+}
+
+type showIn struct {
+	Agent string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Rev   string `json:"rev,omitempty" jsonschema:"the commit (default HEAD)"`
+	Lines bool   `json:"lines,omitempty" jsonschema:"include unified line diffs of text values"`
+}
+
+type showOut struct {
+	Commit  inspect.Commit   `json:"commit"`
+	Changes []inspect.Change `json:"changes"`
+}
+
+func (h *handlers) show(ctx context.Context, _ *sdk.CallToolRequest, in showIn) (*sdk.CallToolResult, any, error) {
+	c, ch, err := h.v.Show(ctx, h.agent(in.Agent), in.Rev, in.Lines)
+	return nil, showOut{Commit: c, Changes: ch}, err
+}
+
+type diffIn struct {
+	Agent string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	From  string `json:"from" jsonschema:"the older revision"`
+	To    string `json:"to,omitempty" jsonschema:"the newer revision (default HEAD)"`
+	Lines bool   `json:"lines,omitempty" jsonschema:"include unified line diffs of text values"`
+}
+
+type diffOut struct {
+	Changes []inspect.Change `json:"changes"`
+}
+
+func (h *handlers) diff(ctx context.Context, _ *sdk.CallToolRequest, in diffIn) (*sdk.CallToolResult, any, error) {
+	ch, err := h.v.Diff(ctx, h.agent(in.Agent), in.From, in.To, in.Lines)
+	return nil, diffOut{Changes: ch}, err
+}
+
+type keyIn struct {
+	Agent string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Rev   string `json:"rev,omitempty" jsonschema:"the revision (default HEAD)"`
+	Key   string `json:"key" jsonschema:"the key, e.g. skills/search.md"`
+}
+
+// valueOut is a value: Text when it is UTF-8 text, else Base64; neither
+// (Omitted) when it is over the inline limit.
+type valueOut struct {
+	Key     string      `json:"key"`
+	Commit  objects.CID `json:"commit"`
+	CID     objects.CID `json:"cid"`
+	Size    uint64      `json:"size"`
+	Text    *string     `json:"text,omitempty"`
+	Base64  string      `json:"base64,omitempty"`
+	Omitted string      `json:"omitted,omitempty"`
+}
+
+func toValue(v inspect.Value) valueOut {
+	out := valueOut{Key: v.Key, Commit: v.Commit, CID: v.CID, Size: v.Size}
+	switch {
+	case v.Truncated:
+		out.Omitted = fmt.Sprintf("%d bytes, over the %d-byte inline limit", v.Size, MaxInline)
+	case v.Text && utf8.Valid(v.Data):
+		s := string(v.Data)
+		out.Text = &s
+	default:
+		out.Base64 = base64.StdEncoding.EncodeToString(v.Data)
+	}
+	return out
+}
+
+func (h *handlers) get(ctx context.Context, _ *sdk.CallToolRequest, in keyIn) (*sdk.CallToolResult, any, error) {
+	v, err := h.v.Get(ctx, h.agent(in.Agent), in.Rev, in.Key, MaxInline)
+	if err != nil {
+		return nil, valueOut{}, err
+	}
+	out := toValue(v)
+	if out.Text != nil {
+		// The text itself, not its JSON, is what a model reads best.
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: *out.Text}}}, out, nil
+	}
+	return nil, out, nil
+}
+
+type listIn struct {
+	Agent  string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Rev    string `json:"rev,omitempty" jsonschema:"the revision (default HEAD)"`
+	Prefix string `json:"prefix,omitempty" jsonschema:"only keys starting with this"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many keys (default and most 10000)"`
+}
+
+type listOut struct {
+	Entries []inspect.Entry `json:"entries"`
+	More    bool            `json:"more"`
+}
+
+func (h *handlers) list(ctx context.Context, _ *sdk.CallToolRequest, in listIn) (*sdk.CallToolResult, any, error) {
+	if in.Limit <= 0 || in.Limit > MaxList {
+		in.Limit = MaxList
+	}
+	es, more, err := h.v.List(ctx, h.agent(in.Agent), in.Rev, in.Prefix, in.Limit)
+	return nil, listOut{Entries: es, More: more}, err
+}
+
+type subtreeOut struct {
+	Values []valueOut `json:"values"`
+	More   bool       `json:"more"`
+}
+
+func (h *handlers) readSubtree(ctx context.Context, _ *sdk.CallToolRequest, in listIn) (*sdk.CallToolResult, any, error) {
+	agent := h.agent(in.Agent)
+	es, more, err := h.v.List(ctx, agent, in.Rev, in.Prefix, MaxList)
+	if err != nil {
+		return nil, subtreeOut{}, err
+	}
+	out := subtreeOut{Values: []valueOut{}, More: more}
+	budget := int64(MaxSubtree)
+	for _, e := range es {
+		max := MaxInline
+		if int64(e.Size) > budget {
+			max = 0
+		}
+		v, err := h.v.Get(ctx, agent, in.Rev, e.Key, max)
+		if err != nil {
+			return nil, subtreeOut{}, err
+		}
+		if !v.Truncated {
+			budget -= int64(v.Size)
+		} else if max == 0 && v.Size > 0 {
+			out.Values = append(out.Values, valueOut{Key: e.Key, Commit: v.Commit, CID: v.CID, Size: v.Size,
+				Omitted: fmt.Sprintf("%d bytes, past the %d-byte limit of one read_subtree", v.Size, MaxSubtree)})
+			continue
+		}
+		out.Values = append(out.Values, toValue(v))
+	}
+	return nil, out, nil
+}
+
+type oplogIn struct {
+	Agent string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Limit int    `json:"limit,omitempty" jsonschema:"at most this many entries (default 100)"`
+}
+
+type oplogOut struct {
+	Ops []inspect.Op `json:"ops"`
+}
+
+func (h *handlers) oplog(ctx context.Context, _ *sdk.CallToolRequest, in oplogIn) (*sdk.CallToolResult, any, error) {
+	if in.Limit <= 0 {
+		in.Limit = 100
+	}
+	ops, err := h.v.Oplog(ctx, h.agent(in.Agent), in.Limit)
+	return nil, oplogOut{Ops: ops}, err
+}
+
+type receiptsIn struct {
+	Agent  string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Verify bool   `json:"verify,omitempty" jsonschema:"check each receipt's signature and its commit's bundle hash"`
+}
+
+type receiptsOut struct {
+	Receipts []inspect.Receipt `json:"receipts"`
+}
+
+func (h *handlers) receipts(ctx context.Context, _ *sdk.CallToolRequest, in receiptsIn) (*sdk.CallToolResult, any, error) {
+	rs, err := h.v.Receipts(ctx, h.agent(in.Agent), in.Verify)
+	return nil, receiptsOut{Receipts: rs}, err
+}
+
+type snapshotsOut struct {
+	Records []snapshot.Record `json:"records"`
+}
+
+func (h *handlers) snapshots(ctx context.Context, _ *sdk.CallToolRequest, in agentIn) (*sdk.CallToolResult, any, error) {
+	rs, err := h.v.Snapshots(ctx, h.agent(in.Agent))
+	return nil, snapshotsOut{Records: rs}, err
+}
+
+type putIn struct {
+	Agent   string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Key     string `json:"key" jsonschema:"the key"`
+	Value   string `json:"value,omitempty" jsonschema:"the value as text"`
+	Base64  string `json:"base64,omitempty" jsonschema:"the value as base64 (instead of value)"`
+	Message string `json:"message,omitempty" jsonschema:"the commit message (default: mcp: put KEY)"`
+}
+
+type commitOut struct {
+	Commit objects.CID `json:"commit"`
+}
+
+func (h *handlers) put(ctx context.Context, _ *sdk.CallToolRequest, in putIn) (*sdk.CallToolResult, any, error) {
+	data := []byte(in.Value)
+	if in.Base64 != "" {
+		if in.Value != "" {
+			return nil, commitOut{}, errors.New("give value or base64, not both")
+		}
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(in.Base64); err != nil {
+			return nil, commitOut{}, fmt.Errorf("base64: %w", err)
+		}
+	}
+	msg := in.Message
+	if msg == "" {
+		msg = "mcp: put " + in.Key
+	}
+	id, err := h.v.Put(ctx, h.agent(in.Agent), in.Key, data, inspect.WriteOptions{Message: msg, Metadata: map[string]string{"source": Source}})
+	return nil, commitOut{Commit: id}, err
+}
+
+type deleteIn struct {
+	Agent   string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Key     string `json:"key" jsonschema:"the key"`
+	Message string `json:"message,omitempty" jsonschema:"the commit message (default: mcp: delete KEY)"`
+}
+
+func (h *handlers) delete(ctx context.Context, _ *sdk.CallToolRequest, in deleteIn) (*sdk.CallToolResult, any, error) {
+	msg := in.Message
+	if msg == "" {
+		msg = "mcp: delete " + in.Key
+	}
+	id, err := h.v.Delete(ctx, h.agent(in.Agent), in.Key, inspect.WriteOptions{Message: msg, Metadata: map[string]string{"source": Source}})
+	return nil, commitOut{Commit: id}, err
+}
+
+type undoOut struct {
+	Undid uint64      `json:"undid"` // the operation reverted
+	Head  objects.CID `json:"head"`
+}
+
+func (h *handlers) undo(ctx context.Context, _ *sdk.CallToolRequest, in agentIn) (*sdk.CallToolResult, any, error) {
+	u, err := h.v.Undo(ctx, h.agent(in.Agent))
+	return nil, undoOut{Undid: u.Target.Seq, Head: u.Entry.New}, err
+}
+
+type forkIn struct {
+	Agent string `json:"agent,omitempty" jsonschema:"the agent forked (default: the server's)"`
+	Rev   string `json:"rev,omitempty" jsonschema:"where (default HEAD)"`
+	To    string `json:"to" jsonschema:"the new agent's name"`
+}
+
+type forkOut struct {
+	Agent string      `json:"agent"`
+	Head  objects.CID `json:"head"`
+}
+
+func (h *handlers) fork(ctx context.Context, _ *sdk.CallToolRequest, in forkIn) (*sdk.CallToolResult, any, error) {
+	e, err := h.v.Fork(ctx, h.agent(in.Agent), in.Rev, in.To)
+	return nil, forkOut{Agent: in.To, Head: e.New}, err
+}
+
+// resource reads agentstate://AGENT/REV/KEY.
+func (h *handlers) resource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "agentstate" || u.Host == "" {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	rev, key, ok := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	if !ok || rev == "" || key == "" {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	v, err := h.v.Get(ctx, u.Host, rev, key, MaxInline)
+	if errors.Is(err, inspect.ErrNotFound) {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if v.Truncated {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit", uri, v.Size, MaxInline)
+	}
+	c := &sdk.ResourceContents{URI: uri}
+	if v.Text && utf8.Valid(v.Data) {
+		c.MIMEType, c.Text = "text/plain; charset=utf-8", string(v.Data)
+	} else {
+		c.MIMEType, c.Blob = "application/octet-stream", v.Data
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{c}}, nil
+}
