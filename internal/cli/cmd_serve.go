@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -24,6 +25,7 @@ func newServeCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "read-token-file", Usage: "read-only bearer tokens for TCP, one per line"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve TCP with TLS: PEM certificate (chain) file"},
 			&cli.StringFlag{Name: "tls-key", Usage: "PEM private key of --tls-cert"},
+			&cli.BoolFlag{Name: "ui", Usage: "serve the time-travel page at / of the TCP address (without --listen: 127.0.0.1, a free port, and a read-only token made for this run)"},
 			&cli.DurationFlag{Name: "forget-every", Usage: "with --keep-* flags: apply that retention policy to every agent this often, beside the writers (default 1h)"},
 		},
 		Action: e.runServe}
@@ -45,6 +47,16 @@ func (e *env) runServe(c *cli.Context) error {
 	}
 	if opts.ReadTokens, err = readTokens(e.path(c.String("read-token-file"))); err != nil {
 		return err
+	}
+	ui, madeToken := c.Bool("ui"), ""
+	if ui && opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	if ui && len(opts.Tokens)+len(opts.ReadTokens) == 0 {
+		// The page only reads: a read-only token of this run's, printed in
+		// the page's address.
+		madeToken = rand.Text()
+		opts.ReadTokens = []string{madeToken}
 	}
 	if opts.Listen != "" && len(opts.Tokens)+len(opts.ReadTokens) == 0 {
 		return usagef("--listen needs --token-file or --read-token-file: TCP clients must present a token")
@@ -93,7 +105,7 @@ func (e *env) runServe(c *cli.Context) error {
 	}
 	opts.Logf = func(format string, a ...any) { fmt.Fprintf(e.stderr, "agentstate serve: "+format+"\n", a...) }
 	if opts.Listen != "" {
-		opts.HTTP = web.Handler(r, web.Options{Agent: e.agent})
+		opts.HTTP = web.Handler(r, web.Options{Agent: e.agent, UI: ui})
 	}
 	srv, err := remote.Start(r, opts)
 	if err != nil {
@@ -101,7 +113,14 @@ func (e *env) runServe(c *cli.Context) error {
 	}
 	fmt.Fprintf(e.stderr, "agentstate: serving %s on %s (pid %d; Ctrl-C stops)\n", dir, strings.Join(srv.Addrs(), " and "), os.Getpid())
 	if addr := srv.TCPAddr(); addr != "" {
-		fmt.Fprintf(e.stderr, "agentstate: MCP (streamable HTTP) at %smcp with 'Authorization: Bearer TOKEN'\n", remote.URL(addr, opts.TLS))
+		u := remote.URL(addr, opts.TLS)
+		fmt.Fprintf(e.stderr, "agentstate: MCP (streamable HTTP) at %smcp with 'Authorization: Bearer TOKEN'\n", u)
+		switch {
+		case ui && madeToken != "":
+			fmt.Fprintf(e.stderr, "agentstate: page at %s?token=%s\n", u, madeToken)
+		case ui:
+			fmt.Fprintf(e.stderr, "agentstate: page at %s?token=TOKEN (a token of --token-file or --read-token-file)\n", u)
+		}
 	}
 	if !policy.IsZero() {
 		every := c.Duration("forget-every")

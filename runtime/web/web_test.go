@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"slices"
 	"strings"
 	"testing"
@@ -34,13 +36,13 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // A runtime serving MCP on its TCP address, as runtime/web's documentation
 // shows: an MCP client with each kind of token, through the server's token
 // check.
-func TestRuntimeServesMCP(t *testing.T) {
+func TestRuntimeServesMCPAndPage(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	seed := sha256.Sum256([]byte("operator"))
 	rt, err := runtime.Open(ctx, runtime.Options{Store: dir, Signer: ed25519.NewKeyFromSeed(seed[:]),
 		Serve: runtime.ServeOptions{Listen: "127.0.0.1:0", Tokens: []string{rwToken}, ReadTokens: []string{roToken},
-			HTTP: web.New(web.Options{Agent: "lumen"})}})
+			HTTP: web.New(web.Options{Agent: "lumen", UI: true})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,5 +143,39 @@ func TestRuntimeServesMCP(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("MCP without a token: %d", resp.StatusCode)
+	}
+
+	// The page: ?token= sets the cookie, then the page and its API answer
+	// a browser (which sends the cookie on GET).
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err = hc.Get(base + "/?token=" + roToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "/app.js") || resp.Request.URL.RawQuery != "" {
+		t.Fatalf("the page: %d at %s: %.200s", resp.StatusCode, resp.Request.URL, body)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+		t.Fatalf("the page's CSP %q", csp)
+	}
+	resp, err = hc.Get(base + "/api/agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"lumen"`) {
+		t.Fatalf("the page's API with the cookie: %d %s", resp.StatusCode, body)
+	}
+	resp, err = http.Get(base + "/api/agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the page's API without a token: %d", resp.StatusCode)
 	}
 }

@@ -1,0 +1,206 @@
+// agentstate's time-travel page. Every piece of data reaches the DOM through
+// textContent or attributes set by code: never as HTML.
+"use strict";
+
+const main = document.getElementById("main");
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "text") e.textContent = v;
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c == null) continue;
+    e.append(typeof c === "string" ? document.createTextNode(c) : c);
+  }
+  return e;
+}
+
+function short(cid) { return cid ? cid.slice(0, 15) : ""; }
+function cidLink(agent, cid) {
+  return el("a", { href: "#/a/" + encodeURIComponent(agent) + "/c/" + encodeURIComponent(cid), class: "cid", title: cid, text: short(cid) });
+}
+function when(t) { return new Date(t * 1000).toISOString().replace("T", " ").replace(".000Z", " UTC"); }
+
+async function api(path) {
+  const r = await fetch("/api/" + path, { credentials: "same-origin" });
+  const body = await r.json().catch(() => ({ error: "unreadable answer (" + r.status + ")" }));
+  if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
+  return body;
+}
+
+function showError(err) {
+  main.replaceChildren(el("p", { class: "error", id: "error", text: String(err.message || err) }));
+}
+
+async function viewAgents() {
+  const agents = await api("agents");
+  const rows = agents.map(a => el("tr", {},
+    el("td", {}, el("a", { href: "#/a/" + encodeURIComponent(a.name), class: "agent", text: a.name })),
+    el("td", {}, cidLink(a.name, a.head)),
+    el("td", { text: a.message }),
+    el("td", { class: "mono", text: a.bundleHash.slice(0, 18) + "…", title: a.bundleHash })));
+  main.replaceChildren(el("h1", { text: "Agents" }),
+    el("table", { id: "agents" }, el("tr", {}, el("th", { text: "agent" }), el("th", { text: "HEAD" }), el("th", { text: "last message" }), el("th", { text: "bundle hash" })), ...rows));
+}
+
+// lanes assigns each commit of a log (newest first) a column, and returns
+// for every commit its lane and the lanes of its parents' lines.
+function lanes(commits) {
+  const active = []; // lane -> cid expected next in that lane
+  const out = [];
+  for (const c of commits) {
+    let lane = active.indexOf(c.cid);
+    if (lane < 0) { lane = active.indexOf(null); if (lane < 0) { lane = active.length; active.push(null); } }
+    for (let i = 0; i < active.length; i++) if (i !== lane && active[i] === c.cid) active[i] = null;
+    const parentLanes = [];
+    c.parents.forEach((p, i) => {
+      if (i === 0) { active[lane] = p; parentLanes.push(lane); return; }
+      let l = active.indexOf(p);
+      if (l < 0) { l = active.indexOf(null); if (l < 0) { l = active.length; active.push(null); } active[l] = p; }
+      parentLanes.push(l);
+    });
+    if (c.parents.length === 0) active[lane] = null;
+    out.push({ lane, parentLanes, width: active.length });
+  }
+  return out;
+}
+
+function graphCell(info, isHead, isUndone) {
+  const W = 14, H = 28, n = Math.max(info.width, 1);
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", String(n * W + 6)); svg.setAttribute("height", String(H));
+  const x = l => 7 + l * W;
+  for (const pl of info.parentLanes) {
+    const line = document.createElementNS(ns, "line");
+    line.setAttribute("x1", x(info.lane)); line.setAttribute("y1", H / 2);
+    line.setAttribute("x2", x(pl)); line.setAttribute("y2", H);
+    line.setAttribute("stroke", pl === info.lane ? "#8a94a6" : "#7a4fbf"); line.setAttribute("stroke-width", "2");
+    svg.append(line);
+  }
+  const top = document.createElementNS(ns, "line");
+  top.setAttribute("x1", x(info.lane)); top.setAttribute("y1", 0); top.setAttribute("x2", x(info.lane)); top.setAttribute("y2", H / 2);
+  top.setAttribute("stroke", "#8a94a6"); top.setAttribute("stroke-width", "2");
+  svg.append(top);
+  const dot = document.createElementNS(ns, "circle");
+  dot.setAttribute("cx", x(info.lane)); dot.setAttribute("cy", H / 2); dot.setAttribute("r", "5");
+  dot.setAttribute("fill", isHead ? "#1f5fbf" : isUndone ? "#bbb" : "#fff"); dot.setAttribute("stroke", "#1d2330"); dot.setAttribute("stroke-width", "1.5");
+  svg.append(dot);
+  return svg;
+}
+
+async function viewAgent(agent) {
+  const [log, ops, receipts, snaps] = await Promise.all([
+    api("log?agent=" + encodeURIComponent(agent) + "&limit=200"),
+    api("oplog?agent=" + encodeURIComponent(agent) + "&limit=100"),
+    api("receipts?agent=" + encodeURIComponent(agent)),
+    api("snapshots?agent=" + encodeURIComponent(agent))]);
+  const undone = new Set(ops.filter(o => o.undone).map(o => o.new));
+  const info = lanes(log.commits);
+  const rows = log.commits.map((c, i) => {
+    const isHead = c.cid === log.head, isUndone = undone.has(c.cid);
+    const msg = el("td", {}, el("a", { href: "#/a/" + encodeURIComponent(agent) + "/c/" + encodeURIComponent(c.cid), class: "msg", text: c.message }),
+      isHead ? el("span", { class: "head", text: "HEAD" }) : null,
+      c.parents.length > 1 ? el("span", { class: "merge", text: "merge" }) : null,
+      isUndone ? el("span", { class: "undone", text: "undone" }) : null);
+    const meta = Object.entries(c.metadata || {}).filter(([k]) => ["task", "model", "op", "source"].includes(k)).map(([k, v]) => k + "=" + v).join("  ");
+    return el("tr", { class: "commit", "data-cid": c.cid, "data-parents": String(c.parents.length) },
+      el("td", { class: "lane" }, graphCell(info[i], isHead, isUndone)),
+      el("td", {}, cidLink(agent, c.cid)), msg, el("td", { class: "meta", text: meta }), el("td", { class: "meta", text: when(c.time) }));
+  });
+  const opRows = ops.map(o => el("tr", { class: o.undone ? "op undone-op" : "op" },
+    el("td", { text: String(o.seq) }), el("td", { text: o.op + (o.undone ? " (undone)" : "") }),
+    el("td", {}, o.old ? cidLink(agent, o.old) : "—"), el("td", {}, cidLink(agent, o.new)),
+    el("td", { class: "meta", text: (o.task ? "task=" + o.task + " " : "") + (o.note || "") }), el("td", { class: "meta", text: when(o.time) })));
+  const rcRows = receipts.map(r => el("tr", { class: "receipt" },
+    el("td", { text: String(r.n) }), el("td", { text: r.receipt ? r.receipt.task : "(unreadable)" }),
+    el("td", {}, r.receipt ? cidLink(agent, r.receipt.commit) : ""),
+    el("td", { class: r.verified ? "ok" : "bad", text: r.verified ? ("verified" + (r.note ? " (" + r.note + ")" : "")) : ("FAILED: " + (r.error || "")) })));
+  const snRows = snaps.map(s => el("tr", { class: "snapshot" },
+    el("td", { text: s.op }), el("td", { class: "mono", text: s.blobId || "" }), el("td", {}, s.commit ? cidLink(agent, s.commit) : ""),
+    el("td", { text: s.endEpoch ? "until epoch " + s.endEpoch : "" }), el("td", { text: String(s.size || "") }),
+    el("td", { class: s.error ? "bad" : "", text: s.error || when(s.time) })));
+  main.replaceChildren(el("h1", { text: agent }),
+    el("h2", { text: "History" }), el("table", { class: "graph", id: "history" }, ...rows),
+    el("h2", { text: "Operation log" }), el("table", { id: "oplog" }, ...opRows),
+    el("h2", { text: "Receipts" }), rcRows.length ? el("table", { id: "receipts" }, ...rcRows) : el("p", { text: "No receipts." }),
+    el("h2", { text: "Snapshots" }), snRows.length ? el("table", { id: "snapshots" }, ...snRows) : el("p", { text: "No snapshots." }));
+}
+
+function patchView(patch) {
+  const pre = el("pre", { class: "diff" });
+  for (const line of patch.split("\n")) {
+    if (line === "") continue;
+    const cls = line.startsWith("+++") || line.startsWith("---") ? "ctx" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "ctx";
+    pre.append(el("span", { class: cls, text: line }));
+  }
+  return pre;
+}
+
+async function viewCommit(agent, rev) {
+  const d = await api("commit?agent=" + encodeURIComponent(agent) + "&rev=" + encodeURIComponent(rev));
+  const c = d.commit;
+  const parents = c.parents.map(p => cidLink(agent, p));
+  const changes = d.changes.map(ch => {
+    const head = el("h2", {}, el("span", { text: ch.change + " " }),
+      ch.new ? el("a", { href: "#/a/" + encodeURIComponent(agent) + "/v/" + encodeURIComponent(c.cid) + "/" + encodeURIComponent(ch.path), class: "key", text: ch.path })
+             : el("span", { class: "key", text: ch.path }));
+    let body;
+    if (ch.patch) body = patchView(ch.patch);
+    else if (ch.binary) body = el("p", { class: "meta binary", text: "binary, " + ch.oldSize + " bytes → " + ch.newSize + " bytes" });
+    else if (ch.large) body = el("p", { class: "meta", text: "large, " + ch.oldSize + " bytes → " + ch.newSize + " bytes (not diffed)" });
+    else body = el("p", { class: "meta", text: ch.oldSize + " bytes → " + ch.newSize + " bytes" });
+    return el("div", { class: "change" }, head, body);
+  });
+  const meta = Object.entries(c.metadata || {}).map(([k, v]) => el("tr", {}, el("td", { text: k }), el("td", { class: "mono", text: v })));
+  main.replaceChildren(
+    el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / commit"),
+    el("pre", { id: "message", text: c.message }),
+    el("table", {},
+      el("tr", {}, el("td", { text: "commit" }), el("td", { class: "mono", id: "cid", text: c.cid })),
+      el("tr", {}, el("td", { text: "parents" }), el("td", {}, ...parents.flatMap((p, i) => i ? [" ", p] : [p]))),
+      el("tr", {}, el("td", { text: "time" }), el("td", { text: when(c.time) })),
+      el("tr", {}, el("td", { text: "bundle hash" }), el("td", { class: "mono", text: c.bundleHash })), ...meta),
+    el("h2", { text: "Changes against the first parent" }), el("div", { id: "changes" }, ...changes));
+}
+
+async function viewValue(agent, rev, key) {
+  const q = "agent=" + encodeURIComponent(agent) + "&rev=" + encodeURIComponent(rev) + "&key=" + encodeURIComponent(key);
+  const v = await api("value?" + q);
+  let body;
+  if (v.text != null) body = el("pre", { id: "value", text: v.text });
+  else body = el("p", { id: "value-binary", text: (v.omitted || "binary value") + ", " + v.size + " bytes " }, el("a", { href: "/api/raw?" + q, text: "download" }));
+  main.replaceChildren(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / ", el("span", { class: "key", text: key })),
+    el("p", { class: "meta" }, "at ", cidLink(agent, v.commit), " · value ", el("span", { class: "mono", text: short(v.cid) }), " · " + v.size + " bytes"), body);
+}
+
+async function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  try {
+    if (parts[0] === "a" && parts[1]) {
+      if (parts[2] === "c" && parts[3]) return await viewCommit(parts[1], parts[3]);
+      if (parts[2] === "v" && parts[3] && parts.length > 4) return await viewValue(parts[1], parts[3], parts.slice(4).join("/"));
+      return await viewAgent(parts[1]);
+    }
+    return await viewAgents();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+window.addEventListener("hashchange", route);
+route();
+
+// Live: the server sends an event whenever a HEAD moves.
+const live = document.getElementById("live");
+const events = new EventSource("/api/events");
+let pending = false;
+events.addEventListener("head", () => {
+  if (pending) return;
+  pending = true;
+  setTimeout(() => { pending = false; route(); }, 150);
+});
+events.onopen = () => live.classList.remove("off");
+events.onerror = () => live.classList.add("off");

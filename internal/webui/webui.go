@@ -1,0 +1,218 @@
+// Package webui is agentstate's time-travel page: one HTML page, its script
+// and stylesheet (embedded: the page works offline), and a JSON API over
+// internal/inspect, with Server-Sent Events as HEADs move. The page only
+// reads. docs/ui.md describes the views and the API.
+package webui
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentstate/agentstate/internal/inspect"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// MaxPreview bounds the text a value view inlines.
+const MaxPreview = 256 << 10
+
+// MaxRaw bounds a value download.
+const MaxRaw = 1 << 30
+
+// Options configure the page.
+type Options struct {
+	// Heartbeat is how often the event stream says it is alive (default 15s).
+	Heartbeat time.Duration
+}
+
+// Handler serves the page and its API for v.
+func Handler(v *inspect.View, o Options) http.Handler {
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 15 * time.Second
+	}
+	h := &handler{v: v, o: o}
+	mux := http.NewServeMux()
+	for path, file := range map[string]string{"/": "assets/index.html", "/app.js": "assets/app.js", "/app.css": "assets/app.css"} {
+		mux.HandleFunc("GET "+path, h.asset(path, file))
+	}
+	mux.HandleFunc("GET /api/agents", h.json(func(r *http.Request) (any, error) { return v.Agents(r.Context()) }))
+	mux.HandleFunc("GET /api/log", h.json(h.log))
+	mux.HandleFunc("GET /api/commit", h.json(h.commit))
+	mux.HandleFunc("GET /api/diff", h.json(func(r *http.Request) (any, error) {
+		q := r.URL.Query()
+		return v.Diff(r.Context(), q.Get("agent"), q.Get("from"), q.Get("to"), true)
+	}))
+	mux.HandleFunc("GET /api/value", h.json(h.value))
+	mux.HandleFunc("GET /api/raw", h.raw)
+	mux.HandleFunc("GET /api/keys", h.json(func(r *http.Request) (any, error) {
+		q := r.URL.Query()
+		es, more, err := v.List(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("prefix"), 10000)
+		return map[string]any{"entries": es, "more": more}, err
+	}))
+	mux.HandleFunc("GET /api/oplog", h.json(func(r *http.Request) (any, error) {
+		return v.Oplog(r.Context(), r.URL.Query().Get("agent"), limit(r, 100))
+	}))
+	mux.HandleFunc("GET /api/receipts", h.json(func(r *http.Request) (any, error) {
+		return v.Receipts(r.Context(), r.URL.Query().Get("agent"), true)
+	}))
+	mux.HandleFunc("GET /api/snapshots", h.json(func(r *http.Request) (any, error) {
+		return v.Snapshots(r.Context(), r.URL.Query().Get("agent"))
+	}))
+	mux.HandleFunc("GET /api/events", h.events)
+	return secure(mux)
+}
+
+type handler struct {
+	v *inspect.View
+	o Options
+}
+
+// secure sets the headers every answer carries: the page runs only its own
+// script, is never framed, and nothing is sniffed.
+func secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handler) asset(path, file string) http.HandlerFunc {
+	types := map[string]string{"/": "text/html; charset=utf-8", "/app.js": "text/javascript; charset=utf-8", "/app.css": "text/css; charset=utf-8"}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			http.NotFound(w, r)
+			return
+		}
+		data, err := assets.ReadFile(file)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", types[path])
+		w.Write(data)
+	}
+}
+
+func status(err error) int {
+	switch {
+	case errors.Is(err, inspect.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, inspect.ErrBadRequest):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+func (h *handler) json(fn func(r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		out, err := fn(r)
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(status(err))
+			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		json.NewEncoder(w).Encode(out)
+	}
+}
+
+func limit(r *http.Request, def int) int {
+	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n > 0 {
+		return min(n, 10000)
+	}
+	return def
+}
+
+func (h *handler) log(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	agent := q.Get("agent")
+	cs, err := h.v.Log(r.Context(), agent, inspect.LogOptions{Rev: q.Get("rev"), Path: q.Get("path"), Limit: limit(r, 200)})
+	if err != nil {
+		return nil, err
+	}
+	head, _, err := h.v.Show(r.Context(), agent, "HEAD", false)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"head": head.CID, "commits": cs}, nil
+}
+
+func (h *handler) commit(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	c, ch, err := h.v.Show(r.Context(), q.Get("agent"), q.Get("rev"), true)
+	return map[string]any{"commit": c, "changes": ch}, err
+}
+
+// value is a value's preview: text inlined up to MaxPreview, never bytes.
+func (h *handler) value(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	v, err := h.v.Get(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("key"), MaxPreview)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"key": v.Key, "commit": v.Commit, "cid": v.CID, "size": v.Size}
+	switch {
+	case v.Truncated:
+		out["omitted"] = fmt.Sprintf("over %d bytes: not shown", MaxPreview)
+	case v.Text:
+		out["text"] = string(v.Data)
+	default:
+		out["omitted"] = "binary"
+	}
+	return out, nil
+}
+
+// raw sends a value's bytes as a download, never as a page.
+func (h *handler) raw(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	v, err := h.v.Get(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("key"), MaxRaw)
+	if err != nil || v.Truncated {
+		if err == nil {
+			err = fmt.Errorf("%w: over %d bytes", inspect.ErrBadRequest, MaxRaw)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status(err))
+		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="value.bin"`)
+	w.Write(v.Data)
+}
+
+// events sends "head" whenever any agent's HEAD moves, until the client goes.
+func (h *handler) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprint(w, ": agentstate\n\n")
+	fl.Flush()
+	beat := time.NewTicker(h.o.Heartbeat)
+	defer beat.Stop()
+	for {
+		changed := h.v.R.Refs.Changed()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-beat.C:
+			fmt.Fprint(w, ": alive\n\n")
+		case <-changed:
+			fmt.Fprint(w, "event: head\ndata: {}\n\n")
+		}
+		fl.Flush()
+	}
+}

@@ -1,0 +1,252 @@
+package webui_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/inspect"
+	"github.com/agentstate/agentstate/internal/webui"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+const htmlMessage = `<img src=x onerror="document.title='pwned'">`
+
+// fixture: a runtime lands tasks (two at once: a merge), then a commit whose
+// message is HTML, a value with a script, a big binary value, and an undo.
+func fixture(t *testing.T) (*repo.Repo, *httptest.Server) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	seed := sha256.Sum256([]byte("operator"))
+	rt, err := runtime.Open(ctx, runtime.Options{Store: dir, Signer: ed25519.NewKeyFromSeed(seed[:]), NoServe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := func(id, key, val string, hold func()) {
+		if _, err := rt.RunTask(ctx, "lumen", runtime.Task{ID: id, Model: "model-x"}, func(ctx context.Context, tx *runtime.Tx) error {
+			if err := tx.Put(ctx, key, []byte(val)); err != nil {
+				return err
+			}
+			if hold != nil {
+				hold()
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	task("base", "notes.md", "one\ntwo\nthree\n", nil)
+	in, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); task("slow", "skills/x.md", "<script>document.title='pwned'</script>\n", func() { close(in); <-release }) }()
+	<-in
+	task("fast", "notes.md", "one\nTWO\nthree\n", nil)
+	close(release)
+	wg.Wait()
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.Open(dir, repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	edit := func(msg, key string, val []byte) {
+		v, blocks := objects.NewFileValue(val)
+		if _, err := r.Edit(ctx, repo.EditRequest{Agent: "lumen", Message: msg, Blocks: blocks,
+			Edit: func(ctx context.Context, tr *objects.Tree) (bool, error) { return tr.Put(ctx, key, v) }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(htmlMessage, "html.md", []byte("<b>bold?</b>\n"))
+	edit("a big binary", "big.bin", append([]byte{0}, make([]byte, 300<<10)...))
+	edit("to be undone", "tmp.md", []byte("temporary\n"))
+	if _, err := r.Undo(ctx, "lumen"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(webui.Handler(inspect.New(r), webui.Options{Heartbeat: time.Second}))
+	t.Cleanup(srv.Close)
+	return r, srv
+}
+
+func get(t *testing.T, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func TestAPI(t *testing.T) {
+	_, srv := fixture(t)
+	resp, body := get(t, srv.URL+"/")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "<script src=\"/app.js\"") {
+		t.Fatalf("page: %d", resp.StatusCode)
+	}
+	for _, h := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy", "X-Frame-Options"} {
+		if resp.Header.Get(h) == "" {
+			t.Errorf("no %s header", h)
+		}
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+		t.Errorf("CSP %q", csp)
+	}
+	resp, body = get(t, srv.URL+"/api/log?agent=lumen")
+	var log struct {
+		Head    string           `json:"head"`
+		Commits []inspect.Commit `json:"commits"`
+	}
+	if err := json.Unmarshal(body, &log); err != nil || resp.StatusCode != 200 || len(log.Commits) < 5 {
+		t.Fatalf("log: %d %v %s", resp.StatusCode, err, body)
+	}
+	merges := 0
+	for _, c := range log.Commits {
+		if len(c.Parents) == 2 {
+			merges++
+		}
+	}
+	if merges != 1 {
+		t.Fatalf("%d merges in the log", merges)
+	}
+	for url, code := range map[string]int{
+		"/api/log?agent=nobody":                               404,
+		"/api/commit?agent=lumen&rev=bafyreiaaaaaaaaaaaaaaaa": 404,
+		"/api/value?agent=lumen&rev=HEAD&key=nope":            404,
+		"/api/value?agent=lumen&rev=HEAD&key=../x":            400,
+		"/api/log?agent=../x":                                 400,
+		"/api/commit?agent=lumen&rev=HEAD~~x":                 400,
+		"/nope":                                               404,
+	} {
+		resp, body := get(t, srv.URL+url)
+		if resp.StatusCode != code {
+			t.Errorf("%s: %d %s, want %d", url, resp.StatusCode, body, code)
+		}
+	}
+	// A big value is never inlined; raw is a download, never a page.
+	_, body = get(t, srv.URL+"/api/value?agent=lumen&rev=HEAD&key=big.bin")
+	if strings.Contains(string(body), `"text"`) || !strings.Contains(string(body), "omitted") {
+		t.Fatalf("big value preview: %.200s", body)
+	}
+	resp, body = get(t, srv.URL+"/api/raw?agent=lumen&rev=HEAD&key=skills/x.md")
+	if resp.Header.Get("Content-Type") != "application/octet-stream" || !strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment") ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(string(body), "<script>") {
+		t.Fatalf("raw: %v %q", resp.Header, body)
+	}
+}
+
+func screenshots(t *testing.T) string {
+	if d := os.Getenv("AGENTSTATE_UI_SCREENSHOTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// The page in a real headless Chromium: agents, the history graph with its
+// merge, HEAD and undone marks, a commit's line diff, a value, HTML shown as
+// text and never run, an unknown commit's error, a live update.
+func TestPageInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("Debian's chromium is needed (apt-get install chromium; .ci/run installs it): ", err)
+	}
+	r, srv := fixture(t)
+	shots := screenshots(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
+		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1200, 900))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	n := 0
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var png []byte
+			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
+				return err
+			}
+			n++
+			return os.WriteFile(filepath.Join(shots, fmt.Sprintf("%d-%s.png", n, name)), png, 0o644)
+		})
+	}
+	var title, msg, diffDel, diffAdd, value, errText string
+	var merges, heads, undone, rows, rowsAfter, injected int
+	must := func(step string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	must("agents", chromedp.Navigate(srv.URL+"/#/"), chromedp.WaitVisible(`#agents a.agent`), shot("agents"))
+	must("history", chromedp.Click(`#agents a.agent`), chromedp.WaitVisible(`#history tr.commit`),
+		chromedp.Evaluate(`document.querySelectorAll('#history tr.commit[data-parents="2"]').length`, &merges),
+		chromedp.Evaluate(`document.querySelectorAll('#history .head').length`, &heads),
+		chromedp.Evaluate(`document.querySelectorAll('#oplog tr.undone-op').length`, &undone),
+		chromedp.Evaluate(`document.querySelectorAll('#history tr.commit').length`, &rows), shot("history"))
+	if merges != 1 || heads != 1 || undone != 1 {
+		t.Fatalf("graph: %d merges, %d HEAD marks; %d undone operations marked", merges, heads, undone)
+	}
+	// From the graph to the fast task's commit (notes.md changed), its diff.
+	must("commit", chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit')].find(tr => tr.textContent.includes('task=fast')).querySelector('a.msg').click()`, nil),
+		chromedp.WaitVisible(`#changes .diff`),
+		chromedp.Text(`#changes .diff .del`, &diffDel), chromedp.Text(`#changes .diff .add`, &diffAdd), shot("commit-diff"))
+	if !strings.Contains(diffDel, "-two") || !strings.Contains(diffAdd, "+TWO") {
+		t.Fatalf("diff lines %q %q", diffDel, diffAdd)
+	}
+	must("value", chromedp.Click(`#changes a.key`), chromedp.WaitVisible(`#value`), chromedp.Text(`#value`, &value), shot("value"))
+	if value != "one\nTWO\nthree\n" && strings.TrimSpace(value) != "one\nTWO\nthree" {
+		t.Fatalf("value %q", value)
+	}
+	// HTML in a message and a value is text; nothing of it runs.
+	must("html message", chromedp.Navigate(srv.URL+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`),
+		chromedp.Evaluate(`[...document.querySelectorAll('#history a.msg')].find(a => a.textContent.startsWith('<img')).click()`, nil),
+		chromedp.WaitVisible(`#message`), chromedp.Text(`#message`, &msg),
+		chromedp.Navigate(srv.URL+"/#/a/lumen/v/HEAD/skills%2Fx.md"), chromedp.WaitVisible(`#value`),
+		chromedp.Sleep(300*time.Millisecond), chromedp.Title(&title),
+		chromedp.Evaluate(`document.querySelectorAll('main img, main script').length`, &injected), shot("html-as-text"))
+	if strings.TrimSpace(msg) != htmlMessage || title != "agentstate" || injected != 0 {
+		t.Fatalf("HTML ran or was not shown as text: message %q, title %q, %d injected elements", msg, title, injected)
+	}
+	must("unknown commit", chromedp.Navigate(srv.URL+"/#/a/lumen/c/bafyreiaaaaaaaaaaaaaaaaaaa"), chromedp.WaitVisible(`#error`),
+		chromedp.Text(`#error`, &errText), shot("unknown-commit"))
+	if !strings.Contains(errText, "unknown revision") {
+		t.Fatalf("error shown: %q", errText)
+	}
+	// Live: a commit lands while the page is open; it appears without a reload.
+	must("live", chromedp.Navigate(srv.URL+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`), chromedp.Sleep(500*time.Millisecond))
+	v := objects.NewValue([]byte("landed live\n"))
+	if _, err := r.Edit(context.Background(), repo.EditRequest{Agent: "lumen", Message: "landed while watching", Blocks: []objects.Block{v},
+		Edit: func(ctx context.Context, tr *objects.Tree) (bool, error) { return tr.Put(ctx, "live.md", v.CID) }}); err != nil {
+		t.Fatal(err)
+	}
+	must("live update", chromedp.Poll(`[...document.querySelectorAll('#history a.msg')].some(a => a.textContent === 'landed while watching')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`document.querySelectorAll('#history tr.commit').length`, &rowsAfter), shot("live-update"))
+	if rowsAfter != rows+1 {
+		t.Fatalf("rows %d -> %d after a commit landed", rows, rowsAfter)
+	}
+	t.Logf("screenshots in %s", shots)
+}
