@@ -114,3 +114,26 @@ run forget --keep-last 3 --dry-run
 run forget --keep-last 3
 run log --oneline
 run verify
+
+say "Look at it: the time-travel page and the MCP server"
+"$bin" serve --ui 2>ui.log & server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do grep -q 'page at' ui.log && break; sleep 0.1; done
+cat ui.log
+url=$(grep -o 'http://[^ ]*?token=[^ ]*' ui.log)
+if command -v curl >/dev/null 2>&1; then
+  printf 'the page answers: HTTP %s\n' "$(curl -s -o /dev/null -w '%{http_code}' -L -c cookies.txt "$url")"
+fi
+kill -TERM $server; wait $server 2>/dev/null || true; trap - EXIT
+cat <<EOT
+
+To look at the brain in a browser (it updates live as tasks land):
+  $bin --store $work/.agentstate serve --ui
+  then open the "page at http://127.0.0.1:PORT/?token=..." address it prints.
+
+To give an agent the store's MCP tools (log, diff, get, read_subtree, receipts, put, undo, fork, ...),
+add to its MCP client configuration:
+  {"mcpServers": {"agentstate": {"command": "$bin",
+    "args": ["--store", "$work/.agentstate", "--agent", "lumen", "mcp"]}}}
+(docs/mcp.md; over HTTP: serve --listen HOST:PORT --token-file F, then /mcp with a bearer token)
+EOT
