@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/internal/inspect"
 	"github.com/agentstate/agentstate/internal/webui"
 	"github.com/agentstate/agentstate/objects"
@@ -164,7 +165,8 @@ func screenshots(t *testing.T) string {
 	return t.TempDir()
 }
 
-// The page in a real headless Chromium: agents, the history graph with its
+// The page in a real headless Chromium, served by a store's server behind a
+// token: agents, the history graph with its
 // merge, HEAD and undone marks, a commit's line diff, a value, HTML shown as
 // text and never run, an unknown commit's error, a live update.
 func TestPageInChromium(t *testing.T) {
@@ -172,7 +174,17 @@ func TestPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal("Debian's chromium is needed (apt-get install chromium; .ci/run installs it): ", err)
 	}
-	r, srv := fixture(t)
+	r, _ := fixture(t)
+	// The page as a served store serves it: on its TCP address, behind a
+	// read-only token that the first visit turns into a cookie.
+	const token = "page-token-0123456789abcdef"
+	served, err := remote.Start(r, remote.Options{Listen: "127.0.0.1:0", ReadTokens: []string{token},
+		HTTP: webui.Handler(inspect.New(r), webui.Options{Heartbeat: time.Second})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer served.Close()
+	base := "http://" + served.TCPAddr()
 	shots := screenshots(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
 		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1200, 900))
@@ -201,7 +213,7 @@ func TestPageInChromium(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 	}
-	must("agents", chromedp.Navigate(srv.URL+"/#/"), chromedp.WaitVisible(`#agents a.agent`), shot("agents"))
+	must("agents", chromedp.Navigate(base+"/?token="+token), chromedp.WaitVisible(`#main`), chromedp.Navigate(base+"/#/"), chromedp.WaitVisible(`#agents a.agent`), shot("agents"))
 	must("history", chromedp.Click(`#agents a.agent`), chromedp.WaitVisible(`#history tr.commit`),
 		chromedp.Evaluate(`document.querySelectorAll('#history tr.commit[data-parents="2"]').length`, &merges),
 		chromedp.Evaluate(`document.querySelectorAll('#history .head').length`, &heads),
@@ -222,22 +234,22 @@ func TestPageInChromium(t *testing.T) {
 		t.Fatalf("value %q", value)
 	}
 	// HTML in a message and a value is text; nothing of it runs.
-	must("html message", chromedp.Navigate(srv.URL+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`),
+	must("html message", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history a.msg')].find(a => a.textContent.startsWith('<img')).click()`, nil),
 		chromedp.WaitVisible(`#message`), chromedp.Text(`#message`, &msg),
-		chromedp.Navigate(srv.URL+"/#/a/lumen/v/HEAD/skills%2Fx.md"), chromedp.WaitVisible(`#value`),
+		chromedp.Navigate(base+"/#/a/lumen/v/HEAD/skills%2Fx.md"), chromedp.WaitVisible(`#value`),
 		chromedp.Sleep(300*time.Millisecond), chromedp.Title(&title),
 		chromedp.Evaluate(`document.querySelectorAll('main img, main script').length`, &injected), shot("html-as-text"))
 	if strings.TrimSpace(msg) != htmlMessage || title != "agentstate" || injected != 0 {
 		t.Fatalf("HTML ran or was not shown as text: message %q, title %q, %d injected elements", msg, title, injected)
 	}
-	must("unknown commit", chromedp.Navigate(srv.URL+"/#/a/lumen/c/bafyreiaaaaaaaaaaaaaaaaaaa"), chromedp.WaitVisible(`#error`),
+	must("unknown commit", chromedp.Navigate(base+"/#/a/lumen/c/bafyreiaaaaaaaaaaaaaaaaaaa"), chromedp.WaitVisible(`#error`),
 		chromedp.Text(`#error`, &errText), shot("unknown-commit"))
 	if !strings.Contains(errText, "unknown revision") {
 		t.Fatalf("error shown: %q", errText)
 	}
 	// Live: a commit lands while the page is open; it appears without a reload.
-	must("live", chromedp.Navigate(srv.URL+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`), chromedp.Sleep(500*time.Millisecond))
+	must("live", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`), chromedp.Sleep(500*time.Millisecond))
 	v := objects.NewValue([]byte("landed live\n"))
 	if _, err := r.Edit(context.Background(), repo.EditRequest{Agent: "lumen", Message: "landed while watching", Blocks: []objects.Block{v},
 		Edit: func(ctx context.Context, tr *objects.Tree) (bool, error) { return tr.Put(ctx, "live.md", v.CID) }}); err != nil {
