@@ -17,8 +17,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -27,6 +30,7 @@ import (
 	"github.com/agentstate/agentstate/internal/atomicfile"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/tape"
 	"github.com/agentstate/agentstate/walrus"
 )
 
@@ -58,6 +62,29 @@ type Pack struct {
 	Size   int64         `json:"size"`   // the blob's bytes
 	Head   objects.CID   `json:"head"`   // the CAR's root
 	Blocks int           `json:"blocks"` // blocks in the CAR
+	// Cuts are the parent links of this pack's commits that a forget cut
+	// in the pushing store: the parents are in no pack, and a reader
+	// records the links as cut instead of requiring the parents.
+	Cuts []repo.CutLink `json:"cuts,omitempty"`
+	// Receipts, when set, is a blob of the receipt lines new with this
+	// pack (NDJSON, sealed as the packs are).
+	Receipts *ReceiptBlob `json:"receipts,omitempty"`
+}
+
+// ReceiptBlob is a blob of receipt lines.
+type ReceiptBlob struct {
+	Blob   walrus.BlobID `json:"blob"`
+	SHA256 string        `json:"sha256"` // hex sha256 of the blob's bytes
+	Size   int64         `json:"size"`   // the blob's bytes
+	Lines  int           `json:"lines"`  // receipt lines in it
+}
+
+// TapeState says which receipt lines the packs carry: the pushing store's
+// first Lines tape lines, whose NDJSON has sha256 SHA256. The next push from
+// a store whose tape begins with those lines ships only the lines after them.
+type TapeState struct {
+	Lines  int    `json:"lines"`
+	SHA256 string `json:"sha256"`
 }
 
 // Manifest is an agent's history on a blob store.
@@ -68,9 +95,14 @@ type Manifest struct {
 	Tree       objects.CID `json:"tree"`
 	BundleHash string      `json:"bundleHash"`
 	Packs      []Pack      `json:"packs"`
-	Time       int64       `json:"time"`
-	Operator   string      `json:"operator"`      // hex ed25519 public key of the signer
-	Sig        string      `json:"sig,omitempty"` // hex signature over SigningContext + the manifest without sig
+	Receipts   *TapeState  `json:"receipts,omitempty"`
+	// Operators are the operator keys (hex ed25519) the pushing store
+	// trusts for receipts; a reader that trusts this manifest's signer
+	// records them, as a clone records the sender's.
+	Operators []string `json:"operators,omitempty"`
+	Time      int64    `json:"time"`
+	Operator  string   `json:"operator"`      // hex ed25519 public key of the signer
+	Sig       string   `json:"sig,omitempty"` // hex signature over SigningContext + the manifest without sig
 }
 
 func (m *Manifest) signed() ([]byte, error) {
@@ -148,13 +180,47 @@ func Parse(data []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: the last pack must end at the head", ErrBadManifest)
 	}
 	seen := map[walrus.BlobID]bool{}
+	blob := func(id walrus.BlobID, sum string, size int64) bool {
+		_, err := walrus.ParseBlobID(string(id))
+		ok := err == nil && !seen[id] && size > 0 && isHex(sum, 64)
+		seen[id] = true
+		return ok
+	}
 	for i, p := range m.Packs {
-		if seen[p.Blob] || p.Size <= 0 || len(p.SHA256) != 64 || p.Head.IsZero() {
+		if !blob(p.Blob, p.SHA256, p.Size) || p.Head.IsZero() || p.Blocks < 0 {
 			return nil, fmt.Errorf("%w: pack %d is malformed or repeated", ErrBadManifest, i+1)
 		}
-		seen[p.Blob] = true
+		if r := p.Receipts; r != nil && (!blob(r.Blob, r.SHA256, r.Size) || r.Lines <= 0) {
+			return nil, fmt.Errorf("%w: the receipts of pack %d are malformed or repeat a blob", ErrBadManifest, i+1)
+		}
+		for _, l := range p.Cuts {
+			if l.Commit.IsZero() || len(l.Parents) == 0 {
+				return nil, fmt.Errorf("%w: pack %d: a malformed cut", ErrBadManifest, i+1)
+			}
+		}
+	}
+	if r := m.Receipts; r != nil && (r.Lines <= 0 || !isHex(r.SHA256, 64)) {
+		return nil, fmt.Errorf("%w: malformed receipts state", ErrBadManifest)
+	}
+	for _, k := range m.Operators {
+		if !isHex(k, 2*ed25519.PublicKeySize) {
+			return nil, fmt.Errorf("%w: operator key %q is not 64 hex digits", ErrBadManifest, k)
+		}
 	}
 	return &m, nil
+}
+
+// isHex: s is n lowercase hex digits.
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Ref names a published manifest: its blob, and the sha256 and size its
@@ -171,17 +237,25 @@ func (r Ref) String() string { return fmt.Sprintf("%s %s %d", r.Blob, r.SHA256, 
 // ParseRef reads a pointer's text form.
 func ParseRef(s string) (Ref, error) {
 	f := strings.Fields(s)
-	if len(f) != 3 || len(f[1]) != 64 {
-		return Ref{}, fmt.Errorf("%w: pointer %q is not BLOB SHA256 SIZE", ErrBadManifest, s)
+	if len(f) != 3 || !isHex(f[1], 64) {
+		return Ref{}, fmt.Errorf("%w: pointer %q is not BLOB SHA256 SIZE", ErrBadManifest, shortText(s))
 	}
-	if _, err := hex.DecodeString(f[1]); err != nil {
-		return Ref{}, fmt.Errorf("%w: pointer sha256: %v", ErrBadManifest, err)
+	if _, err := walrus.ParseBlobID(f[0]); err != nil {
+		return Ref{}, fmt.Errorf("%w: pointer: %w", ErrBadManifest, err)
 	}
 	n, err := strconv.ParseInt(f[2], 10, 64)
 	if err != nil || n <= 0 || n > MaxManifest {
 		return Ref{}, fmt.Errorf("%w: pointer size %q", ErrBadManifest, f[2])
 	}
 	return Ref{Blob: walrus.BlobID(f[0]), SHA256: f[1], Size: n}, nil
+}
+
+// shortText quotes at most 80 bytes of s for an error message.
+func shortText(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
 }
 
 // Pointer publishes an agent's current manifest.
@@ -231,9 +305,14 @@ type Shipper struct {
 	Blobs   walrus.Store
 	Pointer Pointer
 	Options walrus.StoreOptions
+	// OperatorKeys is the store metadata prefix under which operator keys
+	// trusted for receipts are recorded (runtime.OperatorKeyPrefix): a push
+	// names them in the manifest, a restore records them. "" leaves them
+	// out.
+	OperatorKeys string
 }
 
-// getBlob reads a blob, checking its sha256 and size, at most max bytes.
+// getBlob reads a blob, checking its sha256 and size, at most size bytes.
 func (s *Shipper) getBlob(ctx context.Context, id walrus.BlobID, sum string, size int64) ([]byte, error) {
 	rc, err := s.Blobs.Get(ctx, id)
 	if err != nil {
@@ -251,6 +330,19 @@ func (s *Shipper) getBlob(ctx context.Context, id walrus.BlobID, sum string, siz
 	return data, nil
 }
 
+// getSealed reads a sealed blob (getBlob) and decrypts it.
+func (s *Shipper) getSealed(ctx context.Context, id walrus.BlobID, sum string, size int64) ([]byte, error) {
+	blob, err := s.getBlob(ctx, id, sum, size)
+	if err != nil {
+		return nil, err
+	}
+	var plain bytes.Buffer
+	if err := s.Cipher.Decrypt(ctx, &plain, bytes.NewReader(blob)); err != nil {
+		return nil, err
+	}
+	return plain.Bytes(), nil
+}
+
 func (s *Shipper) putBlob(ctx context.Context, data []byte) (walrus.BlobID, string, error) {
 	st, err := s.Blobs.Put(ctx, bytes.NewReader(data), int64(len(data)), s.Options)
 	if err != nil {
@@ -258,6 +350,16 @@ func (s *Shipper) putBlob(ctx context.Context, data []byte) (walrus.BlobID, stri
 	}
 	sum := sha256.Sum256(data)
 	return st.BlobID, hex.EncodeToString(sum[:]), nil
+}
+
+// putSealed seals plain with the cipher and stores it.
+func (s *Shipper) putSealed(ctx context.Context, plain []byte) (walrus.BlobID, string, int64, error) {
+	var sealed bytes.Buffer
+	if err := s.Cipher.Encrypt(ctx, &sealed, bytes.NewReader(plain), sha256.Sum256(plain)); err != nil {
+		return "", "", 0, err
+	}
+	id, sum, err := s.putBlob(ctx, sealed.Bytes())
+	return id, sum, int64(sealed.Len()), err
 }
 
 // Published returns the agent's current manifest, verified against trusted.
@@ -283,9 +385,25 @@ func (s *Shipper) Published(ctx context.Context, agent string, trusted []ed25519
 	return m, ref, nil
 }
 
+// ndjson joins tape lines, each with its newline.
+func ndjson(lines [][]byte) []byte {
+	var b []byte
+	for _, l := range lines {
+		b = append(append(b, l...), '\n')
+	}
+	return b
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
 // Push ships the history of agent's HEAD: one pack of the blocks new since
-// the packs of the published manifest (if its signer is key), then a new
-// manifest naming every pack in order, signed with key, then the pointer.
+// the packs of the published manifest (if its signer is key), with the
+// receipt lines new since, then a new manifest naming every pack in order,
+// signed with key, then the pointer. With nothing new it returns the
+// published manifest and ships nothing.
 func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey) (*Manifest, error) {
 	h, err := s.Repo.Refs.Head(ctx, agent)
 	if err != nil {
@@ -300,6 +418,28 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 		return nil, err
 	}
 	m := &Manifest{V: Version, Agent: agent, Head: h.Commit, Tree: cm.Tree, BundleHash: bh.String(), Time: s.Repo.Now()}
+	var tape [][]byte
+	for l, err := range s.Repo.Tape.Lines(ctx, agent) {
+		if err != nil {
+			return nil, err
+		}
+		tape = append(tape, l)
+	}
+	if len(tape) > 0 {
+		m.Receipts = &TapeState{Lines: len(tape), SHA256: sha256Hex(ndjson(tape))}
+	}
+	if s.OperatorKeys != "" {
+		err := s.Repo.Storage.MetaPrefix(ctx, s.OperatorKeys, func(name string, _ []byte) error {
+			if k := strings.TrimPrefix(name, s.OperatorKeys); isHex(k, 2*ed25519.PublicKeySize) {
+				m.Operators = append(m.Operators, k)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(m.Operators)
+	}
 	lo, _, err := s.Repo.LogOptions(ctx, agent)
 	if err != nil {
 		return nil, err
@@ -310,10 +450,17 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	case err != nil:
 		return nil, fmt.Errorf("the published history of %s: %w (push starts a new one only when there is none)", agent, err)
 	default:
-		if prev.Head == h.Commit {
+		if prev.Head == h.Commit && reflect.DeepEqual(prev.Receipts, m.Receipts) && slices.Equal(prev.Operators, m.Operators) {
 			return prev, nil // nothing new
 		}
 		m.Packs = append(m.Packs, prev.Packs...)
+	}
+	// Receipt lines new since the published manifest: those after its
+	// lines when this tape begins with them, else the whole tape (a reader
+	// skips lines it already has).
+	newLines := tape
+	if prev != nil && prev.Receipts != nil && prev.Receipts.Lines <= len(tape) && sha256Hex(ndjson(tape[:prev.Receipts.Lines])) == prev.Receipts.SHA256 {
+		newLines = tape[prev.Receipts.Lines:]
 	}
 	// Blocks the earlier packs carry: everything their heads reach here.
 	var heads []objects.CID
@@ -326,20 +473,33 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 			return nil, err
 		}
 	}
+	pack := Pack{Head: h.Commit}
+	cut := func(child, parent objects.CID) bool {
+		if lo.Cut == nil || !lo.Cut(child, parent) {
+			return false
+		}
+		if _, old := had[child]; !old {
+			pack.Cuts = append(pack.Cuts, repo.CutLink{Commit: child, Parents: []objects.CID{parent}})
+		}
+		return true
+	}
 	var car bytes.Buffer
-	st, err := snapshot.WriteCARSince(ctx, &car, s.Repo.Blocks, h.Commit, lo.Cut, func(c objects.CID) bool { _, ok := had[c]; return ok })
+	st, err := snapshot.WriteCARSince(ctx, &car, s.Repo.Blocks, h.Commit, cut, func(c objects.CID) bool { _, ok := had[c]; return ok })
 	if err != nil {
 		return nil, err
 	}
-	var sealed bytes.Buffer
-	if err := s.Cipher.Encrypt(ctx, &sealed, bytes.NewReader(car.Bytes()), sha256.Sum256(car.Bytes())); err != nil {
-		return nil, err
-	}
-	id, sum, err := s.putBlob(ctx, sealed.Bytes())
-	if err != nil {
+	pack.Blocks = st.Blocks
+	if pack.Blob, pack.SHA256, pack.Size, err = s.putSealed(ctx, car.Bytes()); err != nil {
 		return nil, fmt.Errorf("storing the pack: %w", err)
 	}
-	m.Packs = append(m.Packs, Pack{Blob: id, SHA256: sum, Size: int64(sealed.Len()), Head: h.Commit, Blocks: st.Blocks})
+	if len(newLines) > 0 {
+		rb := &ReceiptBlob{Lines: len(newLines)}
+		if rb.Blob, rb.SHA256, rb.Size, err = s.putSealed(ctx, ndjson(newLines)); err != nil {
+			return nil, fmt.Errorf("storing the receipts: %w", err)
+		}
+		pack.Receipts = rb
+	}
+	m.Packs = append(m.Packs, pack)
 	if err := m.Sign(key); err != nil {
 		return nil, err
 	}
@@ -357,30 +517,64 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	return m, nil
 }
 
+// Fetched is a history Fetch read into the store.
+type Fetched struct {
+	Manifest *Manifest
+	Ref      Ref
+	Receipts []byte // the packs' receipt lines, NDJSON, in the manifest's order
+	Lines    int    // receipt lines
+}
+
 // Fetch reads agent's published history into the store, pack by pack in the
 // manifest's order (each pack may use only blocks of the packs before it and
-// of the store), and checks the result against the manifest: the head, its
-// tree and bundle hash. It moves no HEAD; the caller does (Integrate).
-func (s *Shipper) Fetch(ctx context.Context, agent string, trusted []ed25519.PublicKey) (*Manifest, error) {
-	m, _, err := s.Published(ctx, agent, trusted)
+// of the store, and may leave out only the parents its manifest entry names
+// as cut), reads and checks the packs' receipt lines, checks the result
+// against the manifest (the head, its tree and bundle hash), and records the
+// cut links in the agent's checkpoint. It moves no HEAD and writes no
+// receipt; Restore does both. A refused pack leaves the blocks of the packs
+// before it stored but unreferenced (gc removes them).
+func (s *Shipper) Fetch(ctx context.Context, agent string, trusted []ed25519.PublicKey) (*Fetched, error) {
+	m, ref, err := s.Published(ctx, agent, trusted)
 	if err != nil {
 		return nil, err
 	}
+	f := &Fetched{Manifest: m, Ref: ref}
+	cuts := map[[2]objects.CID]bool{}
+	var links []repo.CutLink
 	for i, p := range m.Packs {
-		blob, err := s.getBlob(ctx, p.Blob, p.SHA256, p.Size)
+		for _, l := range p.Cuts {
+			for _, par := range l.Parents {
+				cuts[[2]objects.CID{l.Commit, par}] = true
+				links = append(links, repo.CutLink{Commit: l.Commit, Parents: []objects.CID{par}})
+			}
+		}
+		car, err := s.getSealed(ctx, p.Blob, p.SHA256, p.Size)
 		if err != nil {
 			return nil, fmt.Errorf("pack %d: %w", i+1, err)
 		}
-		var car bytes.Buffer
-		if err := s.Cipher.Decrypt(ctx, &car, bytes.NewReader(blob)); err != nil {
-			return nil, fmt.Errorf("pack %d: %w", i+1, err)
-		}
-		imp, err := snapshot.ReadCAR(ctx, &car, s.Repo.Blocks, snapshot.CAROptions{})
+		imp, err := snapshot.ReadCAR(ctx, bytes.NewReader(car), s.Repo.Blocks, snapshot.CAROptions{
+			Cut: func(child, parent objects.CID) bool { return cuts[[2]objects.CID{child, parent}] },
+		})
 		if err != nil {
 			return nil, fmt.Errorf("pack %d (in the manifest's order): %w", i+1, err)
 		}
 		if imp.Root != p.Head || imp.Blocks != p.Blocks {
 			return nil, fmt.Errorf("%w: pack %d holds %d blocks under %s, the manifest says %d under %s", ErrBadPack, i+1, imp.Blocks, imp.Root.Short(), p.Blocks, p.Head.Short())
+		}
+		if rb := p.Receipts; rb != nil {
+			nd, err := s.getSealed(ctx, rb.Blob, rb.SHA256, rb.Size)
+			if err != nil {
+				return nil, fmt.Errorf("receipts of pack %d: %w", i+1, err)
+			}
+			lines, err := tape.SplitNDJSON(nd)
+			if err != nil {
+				return nil, fmt.Errorf("%w: receipts of pack %d: %w", ErrBadPack, i+1, err)
+			}
+			if len(lines) != rb.Lines {
+				return nil, fmt.Errorf("%w: receipts of pack %d hold %d lines, the manifest says %d", ErrBadPack, i+1, len(lines), rb.Lines)
+			}
+			f.Receipts = append(f.Receipts, ndjson(lines)...)
+			f.Lines += len(lines)
 		}
 	}
 	cm, err := s.Repo.Commit(ctx, m.Head)
@@ -394,5 +588,61 @@ func (s *Shipper) Fetch(ctx context.Context, agent string, trusted []ed25519.Pub
 	if cm.Tree != m.Tree || bh.String() != m.BundleHash {
 		return nil, fmt.Errorf("%w: the head's tree %s and bundle hash %s are not the manifest's %s and %s", ErrBadPack, cm.Tree.Short(), bh, m.Tree.Short(), m.BundleHash)
 	}
-	return m, nil
+	if err := s.Repo.AdoptCuts(ctx, agent, links); err != nil {
+		return nil, fmt.Errorf("recording the history's cuts: %w", err)
+	}
+	return f, nil
+}
+
+// RestoreOptions tune Restore.
+type RestoreOptions struct {
+	FFOnly bool   // refuse to merge with a HEAD the history does not contain
+	Expect string // when set, the manifest's bundle hash must be this
+}
+
+// Restored says what Restore did.
+type Restored struct {
+	Manifest    *Manifest
+	Ref         Ref
+	Integration repo.Integration
+	Receipts    int // receipt lines added to the tape
+	Operators   int // operator keys recorded
+}
+
+// Restore rebuilds agent's history from its published manifest (Fetch),
+// moves HEAD to the manifest's head as a pull does (created, fast-forward,
+// or a merge; op restore), appends the receipt lines the tape lacks and, with
+// OperatorKeys set, records the manifest's signer and operators as trusted
+// for receipts. Nothing moves unless every pack was read and checked.
+func (s *Shipper) Restore(ctx context.Context, agent string, trusted []ed25519.PublicKey, o RestoreOptions) (*Restored, error) {
+	f, err := s.Fetch(ctx, agent, trusted)
+	if err != nil {
+		return nil, err
+	}
+	m := f.Manifest
+	if o.Expect != "" && !strings.EqualFold(o.Expect, m.BundleHash) {
+		return nil, fmt.Errorf("history: refusing manifest %s: its bundle hash is %s, expected %s", f.Ref.Blob, m.BundleHash, o.Expect)
+	}
+	if _, err := tape.SplitNDJSON(f.Receipts); err != nil {
+		return nil, err
+	}
+	res := &Restored{Manifest: m, Ref: f.Ref}
+	if res.Integration, err = s.Repo.Integrate(ctx, agent, m.Head, o.FFOnly, refs.OpRestore, "restore --history "+string(f.Ref.Blob)); err != nil {
+		return res, err
+	}
+	if f.Lines > 0 {
+		if res.Receipts, err = s.Repo.Tape.Import(ctx, agent, f.Receipts); err != nil {
+			return res, fmt.Errorf("history: HEAD of %q restored to %s, but re-ingesting its receipts failed: %w", agent, m.Head.Short(), err)
+		}
+	}
+	if s.OperatorKeys != "" {
+		now := []byte(time.Unix(s.Repo.Now(), 0).UTC().Format(time.RFC3339))
+		for _, k := range append([]string{m.Operator}, m.Operators...) {
+			if err := s.Repo.Storage.SetMeta(ctx, s.OperatorKeys+k, now); err != nil {
+				return res, err
+			}
+		}
+		res.Operators = 1 + len(m.Operators)
+	}
+	return res, nil
 }

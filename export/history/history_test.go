@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/dag"
@@ -93,7 +95,7 @@ func TestPushAndRestoreHistory(t *testing.T) {
 		put(t, f.src, "new", fmt.Sprint("n", i))
 	}
 	m2, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
-	if err != nil || len(m2.Packs) != 2 || m2.Packs[0] != m1.Packs[0] {
+	if err != nil || len(m2.Packs) != 2 || !reflect.DeepEqual(m2.Packs[0], m1.Packs[0]) {
 		t.Fatalf("second push: %+v %v", m2, err)
 	}
 	// The second pack holds what is new: 3 commits, their changed tree
@@ -103,11 +105,11 @@ func TestPushAndRestoreHistory(t *testing.T) {
 	}
 	// A fresh store rebuilds the whole log, commit for commit.
 	dst := repo.New(memory.New())
-	m, err := f.shipper(dst).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)})
+	fe, err := f.shipper(dst).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dst.Integrate(ctx, "lumen", m.Head, true, refs.OpRestore, "restore --history"); err != nil {
+	if _, err := dst.Integrate(ctx, "lumen", fe.Manifest.Head, true, refs.OpRestore, "restore --history"); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(logOf(t, dst), logOf(t, f.src)) {
@@ -216,7 +218,8 @@ func TestPacksOutOfOrder(t *testing.T) {
 }
 
 func TestParseManifestStrict(t *testing.T) {
-	m := &history.Manifest{V: 1, Agent: "lumen", Head: objects.NewValue([]byte("x")).CID, Packs: []history.Pack{{Blob: "b", SHA256: fmt.Sprintf("%064x", 1), Size: 1, Head: objects.NewValue([]byte("x")).CID}}}
+	blob := walrus.BlobIDFromBytes(sha256.Sum256([]byte("b")))
+	m := &history.Manifest{V: 1, Agent: "lumen", Head: objects.NewValue([]byte("x")).CID, Packs: []history.Pack{{Blob: blob, SHA256: fmt.Sprintf("%064x", 1), Size: 1, Head: objects.NewValue([]byte("x")).CID}}}
 	if err := m.Sign(key("operator")); err != nil {
 		t.Fatal(err)
 	}
@@ -229,9 +232,142 @@ func TestParseManifestStrict(t *testing.T) {
 		"not canonical": append([]byte(" "), body...),
 		"truncated":     body[:len(body)/2],
 		"version 2":     []byte(`{"v":2}`),
+		"bad blob id":   bytes.Replace(body, []byte(blob), []byte("b"), 1),
+		"upper hex":     bytes.Replace(body, []byte(fmt.Sprintf("%064x", 1)), []byte(fmt.Sprintf("%064X", 10)), 1),
 	} {
 		if _, err := history.Parse(data); !errors.Is(err, history.ErrBadManifest) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// receipt appends a receipt-like line to the agent's tape.
+func receipt(t *testing.T, r *repo.Repo, n int) {
+	t.Helper()
+	if _, err := r.Tape.Append(context.Background(), "lumen", []byte(fmt.Sprintf(`{"task":"t-%d"}`, n))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Receipts travel with the packs, each pack carrying the lines new since
+// the one before; the operator keys the pushing store trusts travel in the
+// manifest and a restore records them with the signer's.
+func TestReceiptsAndOperatorsTravel(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	const prefix = "runtime/operator/"
+	other := fmt.Sprintf("%x", key("other").Public().(ed25519.PublicKey))
+	if err := f.src.Storage.SetMeta(ctx, prefix+other, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	sh := func(r *repo.Repo) *history.Shipper {
+		s := f.shipper(r)
+		s.OperatorKeys = prefix
+		return s
+	}
+	for i := range 5 {
+		put(t, f.src, "k", fmt.Sprint(i))
+		receipt(t, f.src, i)
+	}
+	m1, err := sh(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil || m1.Packs[0].Receipts == nil || m1.Packs[0].Receipts.Lines != 5 || !slices.Equal(m1.Operators, []string{other}) {
+		t.Fatalf("first push: %+v %v", m1, err)
+	}
+	// Only receipts new: a second pack, with no blocks and one line.
+	receipt(t, f.src, 5)
+	m2, err := sh(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil || len(m2.Packs) != 2 || m2.Packs[1].Blocks != 0 || m2.Packs[1].Receipts.Lines != 1 || m2.Receipts.Lines != 6 {
+		t.Fatalf("second push: %+v %v", m2, err)
+	}
+	put(t, f.src, "k", "last")
+	receipt(t, f.src, 6)
+	m3, err := sh(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil || len(m3.Packs) != 3 || m3.Packs[2].Receipts.Lines != 1 {
+		t.Fatalf("third push: %+v %v", m3, err)
+	}
+
+	dst := repo.New(memory.New())
+	pub := f.operator.Public().(ed25519.PublicKey)
+	if _, err := sh(dst).Restore(ctx, "lumen", []ed25519.PublicKey{pub}, history.RestoreOptions{Expect: "0x" + strings.Repeat("0", 64)}); err == nil {
+		t.Fatal("a manifest whose bundle hash is not the expected one was restored")
+	}
+	if _, err := dst.Refs.Head(ctx, "lumen"); !errors.Is(err, refs.ErrNoAgent) {
+		t.Fatal("a refused restore moved HEAD")
+	}
+	res, err := sh(dst).Restore(ctx, "lumen", []ed25519.PublicKey{pub}, history.RestoreOptions{Expect: m3.BundleHash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Integration.Outcome != "created" || res.Receipts != 7 || res.Operators != 2 {
+		t.Fatalf("restore: %+v", res)
+	}
+	want, _ := f.src.Tape.NDJSON(ctx, "lumen")
+	got, _ := dst.Tape.NDJSON(ctx, "lumen")
+	if !bytes.Equal(got, want) {
+		t.Fatalf("restored tape:\n%s\nwant:\n%s", got, want)
+	}
+	for _, k := range []string{other, fmt.Sprintf("%x", pub)} {
+		if _, ok, _ := dst.Storage.GetMeta(ctx, prefix+k); !ok {
+			t.Errorf("operator key %s… not recorded", k[:8])
+		}
+	}
+	if !slices.Equal(logOf(t, dst), logOf(t, f.src)) {
+		t.Fatal("the restored log differs")
+	}
+	// Again: up to date, nothing added.
+	res, err = sh(dst).Restore(ctx, "lumen", []ed25519.PublicKey{pub}, history.RestoreOptions{})
+	if err != nil || res.Integration.Outcome != "up to date" || res.Receipts != 0 {
+		t.Fatalf("second restore: %+v %v", res, err)
+	}
+}
+
+// A history a forget cut ships with its cut links, and a fresh store takes
+// it: the log is the kept one, the cuts are recorded, verify is clean.
+func TestPushCutHistory(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	for i := range 12 {
+		put(t, f.src, fmt.Sprint("k", i%3), fmt.Sprint("v", i))
+	}
+	if _, err := f.src.Forget(ctx, "lumen", repo.Policy{Last: 4}, false); err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Packs[0].Cuts) == 0 {
+		t.Fatal("the pack of a cut history names no cut")
+	}
+	dst := repo.New(memory.New())
+	if _, err := f.shipper(dst).Restore(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)}, history.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lo, _, err := dst.LogOptions(ctx, "lumen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for le, err := range dag.LogWith(ctx, dst.Blocks, m.Head, lo) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = le
+		n++
+	}
+	if n == 0 || n >= 12 {
+		t.Fatalf("restored log of the cut history has %d commits", n)
+	}
+	rep, err := dst.Verify(ctx)
+	if err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+	// Without its cuts the pack is refused: a manifest that drops them.
+	bad := *m
+	bad.Packs = slices.Clone(m.Packs)
+	bad.Packs[0].Cuts = nil
+	f.republish(t, &bad, f.operator)
+	if _, err := f.shipper(repo.New(memory.New())).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)}); err == nil {
+		t.Fatal("a pack missing parents its manifest does not name as cut was accepted")
 	}
 }

@@ -59,6 +59,11 @@ type CAROptions struct {
 	// MaxStaged bounds the bytes of distinct blocks held in memory until the
 	// CAR has been checked whole; default DefaultCARMaxStaged.
 	MaxStaged int64
+	// Cut, when set, names parent links the caller knows were cut by a
+	// forget where the CAR was written (a history pack's manifest lists
+	// them): such a parent, in neither the CAR nor the store, is not
+	// required.
+	Cut func(child, parent objects.CID) bool
 }
 
 // CARImport says what ReadCAR read and stored.
@@ -174,6 +179,9 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 		Cut: func(child, parent objects.CID) bool {
 			if _, ok := st.blocks[parent]; ok {
 				return false
+			}
+			if o.Cut != nil && o.Cut(child, parent) {
+				return true
 			}
 			ok, err := bs.Has(ctx, parent)
 			return err == nil && ok // a commit the store holds is whole there
