@@ -3,10 +3,12 @@ package ens_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/ens"
 	"github.com/agentstate/agentstate/ens/enstest"
+	"github.com/agentstate/agentstate/export/history"
 	"github.com/ethereum/go-ethereum/common"
 )
 
@@ -72,5 +74,64 @@ func TestWritePointerPair(t *testing.T) {
 	}
 	if _, err := c.WritePointerPair(ctx, "lumen.eth", "", "x", owner); !errors.Is(err, ens.ErrEmptyPointer) {
 		t.Fatalf("empty: %v", err)
+	}
+}
+
+// TestHistoryPointer: the agent-history record on the real PublicResolver:
+// unset reads as no history, a write is read back, a rewrite of the same
+// value sends nothing, a stranger is refused (in the preflight too) and a
+// record that does not parse is refused on read.
+func TestHistoryPointer(t *testing.T) {
+	ctx := context.Background()
+	chain := enstest.NewChain(t)
+	owner, stranger := chain.NewAccount(t), chain.NewAccount(t)
+	chain.Register(t, "lumen.eth", enstest.Address(owner))
+	c, err := ens.Dial(ctx, chain.URL, chain.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	names := func(string) (string, error) { return "lumen.eth", nil }
+	p := ens.HistoryPointer{Client: c, Names: names, Signer: owner}
+	if _, err := p.ReadHistory(ctx, "lumen"); !errors.Is(err, history.ErrNoHistory) {
+		t.Fatalf("unset: %v", err)
+	}
+	if err := p.Preflight(ctx, "lumen"); err != nil {
+		t.Fatalf("owner's preflight: %v", err)
+	}
+	ref := history.Ref{Blob: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", SHA256: strings.Repeat("ab", 32), Size: 1234}
+	if err := p.WriteHistory(ctx, "lumen", ref); err != nil {
+		t.Fatal(err)
+	}
+	if got := chain.Text(t, "lumen.eth", ens.HistoryKey); got != ref.String() {
+		t.Fatalf("%s = %q", ens.HistoryKey, got)
+	}
+	if got, err := p.ReadHistory(ctx, "lumen"); err != nil || got != ref {
+		t.Fatalf("read back: %+v %v", got, err)
+	}
+	n, _ := chain.Client().BlockNumber(ctx)
+	if err := p.WriteHistory(ctx, "lumen", ref); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := chain.Client().BlockNumber(ctx); m != n {
+		t.Fatalf("an unchanged record sent a transaction (block %d -> %d)", n, m)
+	}
+	s := ens.HistoryPointer{Client: c, Names: names, Signer: stranger}
+	if err := s.Preflight(ctx, "lumen"); !errors.Is(err, ens.ErrUnauthorised) {
+		t.Fatalf("stranger's preflight: %v", err)
+	}
+	other := ref
+	other.Size = 99
+	if err := s.WriteHistory(ctx, "lumen", other); !errors.Is(err, ens.ErrUnauthorised) {
+		t.Fatalf("stranger: %v", err)
+	}
+	if got, _ := p.ReadHistory(ctx, "lumen"); got != ref {
+		t.Fatalf("after a refused write: %+v", got)
+	}
+	if _, err := c.SetText(ctx, "lumen.eth", ens.HistoryKey, "not a pointer", owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ReadHistory(ctx, "lumen"); !errors.Is(err, history.ErrBadManifest) {
+		t.Fatalf("a record that does not parse: %v", err)
 	}
 }
