@@ -637,12 +637,14 @@ func (s *Shipper) Restore(ctx context.Context, agent string, trusted []ed25519.P
 	}
 	if s.OperatorKeys != "" {
 		now := []byte(time.Unix(s.Repo.Now(), 0).UTC().Format(time.RFC3339))
-		for _, k := range append([]string{m.Operator}, m.Operators...) {
+		keys := append([]string{m.Operator}, m.Operators...)
+		slices.Sort(keys)
+		for _, k := range slices.Compact(keys) {
 			if err := s.Repo.Storage.SetMeta(ctx, s.OperatorKeys+k, now); err != nil {
 				return res, err
 			}
+			res.Operators++
 		}
-		res.Operators = 1 + len(m.Operators)
 	}
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/envelope"
+	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/urfave/cli/v2"
 )
 
@@ -16,6 +17,8 @@ func newPushCommand(e *env) *cli.Command {
 			&cli.IntFlag{Name: "epochs", Usage: "Walrus epochs to store for", EnvVars: []string{"AGENTSTATE_WALRUS_EPOCHS"}},
 			&cli.BoolFlag{Name: "permanent", Usage: "store a permanent (not deletable) blob"},
 			&cli.StringFlag{Name: "eth-key", Usage: "hex secp256k1 key file that signs the ENS update", EnvVars: []string{"AGENTSTATE_ETH_KEY"}},
+			&cli.BoolFlag{Name: "history", Usage: "also ship the whole history: a pack of the blocks and receipts new since the last history push, and a manifest signed with --sign-key (REV must be HEAD)"},
+			&cli.StringFlag{Name: "sign-key", Usage: "operator ed25519 key file that signs the history manifest (created, with FILE.pub, when missing)", EnvVars: []string{"AGENTSTATE_SIGN_KEY"}},
 			jsonFlag()}, walrusFlags()...),
 		Action: e.runPush}
 }
@@ -29,6 +32,17 @@ func (e *env) runPush(c *cli.Context) error {
 		id, err := r.Resolve(e.ctx, e.agent, rev)
 		if err != nil {
 			return err
+		}
+		withHistory := c.Bool("history")
+		if withHistory {
+			if c.String("sign-key") == "" {
+				return usagef("push --history needs --sign-key FILE: the operator's ed25519 key that signs the manifest (the runtime's operator key; created with its .pub beside it when FILE does not exist)")
+			}
+			if head, err := r.Resolve(e.ctx, e.agent, "HEAD"); err != nil {
+				return err
+			} else if head != id {
+				return usagef("push --history ships HEAD's history; %s is not HEAD", rev)
+			}
 		}
 		p, cleanup, err := e.pipeline(c, r, true)
 		if err != nil {
@@ -48,7 +62,19 @@ func (e *env) runPush(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		var hist *historyPushed
+		if withHistory {
+			if hist, err = e.pushHistory(c, r, p); err != nil {
+				return fmt.Errorf("%w (the snapshot %s was pushed and its pointer moved)", err, rec.BlobID)
+			}
+		}
 		if c.Bool("json") {
+			if hist != nil {
+				return e.writeJSON(struct {
+					snapshot.Record
+					History *historyPushed `json:"history"`
+				}{rec, hist})
+			}
 			return e.writeJSON(rec)
 		}
 		state := "stored"
@@ -63,6 +89,9 @@ func (e *env) runPush(c *cli.Context) error {
 			fmt.Fprintf(e.stdout, ", encrypted to %d age recipient%s", a.Recipients(), map[bool]string{true: "s"}[a.Recipients() != 1])
 		}
 		fmt.Fprintf(e.stdout, "\npointer: %s\n", rec.Pointer)
+		if hist != nil {
+			e.printHistoryPushed(hist)
+		}
 		return nil
 	})
 }

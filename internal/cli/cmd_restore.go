@@ -21,6 +21,9 @@ func newRestoreCommand(e *env) *cli.Command {
 			&cli.StringSliceFlag{Name: "identity", Aliases: []string{"i"}, Usage: "age identity file (AGE-SECRET-KEY-1..., mode 0600) for a snapshot encrypted to age recipients; repeatable", EnvVars: []string{"AGENTSTATE_IDENTITY"}},
 			&cli.StringFlag{Name: "blob", Usage: "blob id to restore instead of the pointer's"},
 			&cli.StringFlag{Name: "expect", Usage: "refuse unless the bundle hash is this 0x... value"},
+			&cli.BoolFlag{Name: "history", Usage: "rebuild the whole history from the history manifest (push --history) instead of the snapshot: every commit, receipt and operator key"},
+			&cli.StringSliceFlag{Name: "pub", Usage: "with --history: trusted operator public key (FILE or 64 hex digits) that may sign the manifest; repeatable (default: the keys recorded in the store)"},
+			&cli.BoolFlag{Name: "ff-only", Usage: "with --history: refuse to merge when the agent's HEAD is not in the restored history"},
 			jsonFlag()}, walrusFlags()...),
 		Action: e.runRestore}
 }
@@ -33,12 +36,21 @@ func (e *env) runRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("history") && opts.BlobID != "" {
+		return usagef("restore --history reads the history pointer; --blob names a snapshot")
+	}
+	if !c.Bool("history") && (len(c.StringSlice("pub")) > 0 || c.Bool("ff-only")) {
+		return usagef("--pub and --ff-only go with restore --history")
+	}
 	return e.withRepoCreate(func(r *repo.Repo) error {
 		p, cleanup, err := e.pipeline(c, r, false)
 		if err != nil {
 			return err
 		}
 		defer cleanup()
+		if c.Bool("history") {
+			return e.restoreHistory(c, r, p)
+		}
 		var done func()
 		opts.Progress, done = e.progress("restore")
 		rec, err := p.Restore(e.ctx, e.agent, opts)

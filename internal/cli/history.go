@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/ens"
+	"github.com/agentstate/agentstate/export/history"
+	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/runtime"
+	"github.com/urfave/cli/v2"
+)
+
+// historyShipper builds the history shipper beside a snapshot pipeline: the
+// same cipher and blob store; its pointer lives where the snapshot's does
+// (the agent-history record of the same ENS name, or
+// <pointer dir>/<agent>.history).
+func historyShipper(p *snapshot.Pipeline) (*history.Shipper, error) {
+	s := &history.Shipper{Repo: p.Repo, Cipher: p.Cipher, Blobs: p.Blobs, Options: p.Options, OperatorKeys: runtime.OperatorKeyPrefix}
+	switch ptr := p.Pointer.(type) {
+	case ens.SnapshotPointer:
+		s.Pointer = ens.HistoryPointer{Client: ptr.Client, Names: ptr.Names, Signer: ptr.Signer}
+	case snapshot.FilePointer:
+		s.Pointer = history.FilePointer{Dir: ptr.Dir}
+	default:
+		return nil, fmt.Errorf("history: no history pointer beside the snapshot pointer %T", p.Pointer)
+	}
+	return s, nil
+}
+
+// historyPushed is push --history's report.
+type historyPushed struct {
+	Manifest string        `json:"manifest"` // the pointer's text: BLOB SHA256 SIZE
+	Pointer  string        `json:"pointer"`
+	Head     string        `json:"head"`
+	Packs    int           `json:"packs"`
+	Pack     *history.Pack `json:"pack,omitempty"` // the pack this push added
+	Signer   string        `json:"signer"`
+}
+
+// pushHistory runs after the snapshot push: one pack of what is new since
+// the published manifest, a new signed manifest, the pointer.
+func (e *env) pushHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline) (*historyPushed, error) {
+	keyFile := e.path(c.String("sign-key"))
+	_, statErr := os.Stat(keyFile)
+	key, err := runtime.LoadOrCreateKey(e.ctx, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		fmt.Fprintf(e.stderr, "created operator key %s (public key in %s.pub)\n", keyFile, keyFile)
+	}
+	s, err := historyShipper(p)
+	if err != nil {
+		return nil, err
+	}
+	before, _, err := s.Published(e.ctx, e.agent, []ed25519.PublicKey{key.Public().(ed25519.PublicKey)})
+	if err != nil && !errors.Is(err, history.ErrNoHistory) {
+		return nil, fmt.Errorf("push --history: %w", err)
+	}
+	m, err := s.Push(e.ctx, e.agent, key)
+	if err != nil {
+		return nil, fmt.Errorf("push --history: %w", err)
+	}
+	ref, err := s.Pointer.ReadHistory(e.ctx, e.agent)
+	if err != nil {
+		return nil, err
+	}
+	out := &historyPushed{Manifest: ref.String(), Head: m.Head.String(), Packs: len(m.Packs), Signer: m.Operator}
+	if before == nil || len(before.Packs) < len(m.Packs) {
+		out.Pack = &m.Packs[len(m.Packs)-1]
+	}
+	switch ptr := s.Pointer.(type) {
+	case ens.HistoryPointer:
+		name, _ := ptr.Names(e.agent)
+		out.Pointer = "ENS " + name + " " + ens.HistoryKey
+	case history.FilePointer:
+		out.Pointer = ptr.Dir + "/" + e.agent + ".history"
+	}
+	return out, nil
+}
+
+func (e *env) printHistoryPushed(h *historyPushed) {
+	if h.Pack == nil {
+		fmt.Fprintf(e.stdout, "history: up to date (%d packs up to %s)\n", h.Packs, h.Head[:12])
+	} else {
+		receipts := 0
+		if h.Pack.Receipts != nil {
+			receipts = h.Pack.Receipts.Lines
+		}
+		fmt.Fprintf(e.stdout, "history: pack %d of %d blocks and %d receipts as blob %s; manifest signed by %s…\n",
+			h.Packs, h.Pack.Blocks, receipts, h.Pack.Blob, h.Signer[:16])
+	}
+	fmt.Fprintf(e.stdout, "history pointer: %s = %s\n", h.Pointer, h.Manifest)
+}
+
+// restoreHistory is restore --history: the packs of the published manifest
+// (signed by a trusted key) into the store, HEAD moved as a pull moves it,
+// the receipts and operator keys recorded.
+func (e *env) restoreHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline) error {
+	keys, err := parseKeyArgs(e, c.StringSlice("pub"))
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		if keys, err = runtime.TrustedKeys(e.ctx, r); err != nil {
+			return err
+		}
+	}
+	if len(keys) == 0 {
+		return usagef("restore --history needs --pub KEY: the operator public key (64 hex digits or its .pub file) that signed the history manifest")
+	}
+	s, err := historyShipper(p)
+	if err != nil {
+		return err
+	}
+	res, err := s.Restore(e.ctx, e.agent, keys, history.RestoreOptions{FFOnly: c.Bool("ff-only"), Expect: c.String("expect")})
+	if err != nil {
+		var mc *repo.MergeConflictError
+		if errors.As(err, &mc) || errors.Is(err, repo.ErrNotFastForward) {
+			return fmt.Errorf("restore --history: %w (HEAD unchanged; the history's blocks are stored)", err)
+		}
+		return err
+	}
+	if c.Bool("json") {
+		return e.writeJSON(res)
+	}
+	m := res.Manifest
+	fmt.Fprintf(e.stdout, "restored %s's history from manifest %s: %d packs, HEAD %s (%s), tree %s, bundle %s, %d receipts re-ingested, %d operator keys recorded\n",
+		e.agent, res.Ref.Blob, len(m.Packs), m.Head.Short(), res.Integration.Outcome, m.Tree, m.BundleHash, res.Receipts, res.Operators)
+	return nil
+}
