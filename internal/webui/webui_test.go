@@ -56,7 +56,10 @@ func fixture(t *testing.T) (*repo.Repo, *httptest.Server) {
 	in, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); task("slow", "skills/x.md", "<script>document.title='pwned'</script>\n", func() { close(in); <-release }) }()
+	go func() {
+		defer wg.Done()
+		task("slow", "skills/x.md", "<script>document.title='pwned'</script>\n", func() { close(in); <-release })
+	}()
 	<-in
 	task("fast", "notes.md", "one\nTWO\nthree\n", nil)
 	close(release)

@@ -101,6 +101,6 @@ func w14Sync(ctx context.Context, cfg *config, m *machineFigures) ([]row, error)
 			note: "git column: git clone --no-local of the same history (packed by git gc)"},
 		{id: "14b", name: "  pull of one new commit: bytes moved", as: fmt.Sprintf("%d B in %d blocks", rep.Transfer.Bytes, rep.Transfer.Blocks), git: fmt.Sprintf("%d B", after-before),
 			ratio: ratio(float64(rep.Transfer.Bytes), float64(after-before)),
-			note: fmt.Sprintf("agentstate: the blocks pull copied (%d commit, the tree path, the value), in %s; git: the loose objects git fetch wrote (fetch.unpackLimit high: commit, trees, blob, compressed), in %s", rep.Transfer.Commits, fmtDur(pullDur), fmtDur(fetchDur))},
+			note:  fmt.Sprintf("agentstate: the blocks pull copied (%d commit, the tree path, the value), in %s; git: the loose objects git fetch wrote (fetch.unpackLimit high: commit, trees, blob, compressed), in %s", rep.Transfer.Commits, fmtDur(pullDur), fmtDur(fetchDur))},
 	}, nil
 }
