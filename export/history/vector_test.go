@@ -1,0 +1,86 @@
+package history_test
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/export/history"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/walrus"
+)
+
+// The manifest vector of docs/history.md: every member set, signed with the
+// key whose seed is sha256("agentstate history vector"). ed25519 signatures
+// are deterministic, so the bytes are fixed; an independent reader must
+// accept them and verify the signature against vectorPub.
+
+// vectorManifest is the manifest of docs/history.md, byte for byte.
+const vectorManifest = `{"v":1,"agent":"lumen","head":"bafyreid7m763mvomux66q5trgvghncmnjdgkjmfub2n62zk4mrfnw3psdu","tree":"bafyreigo4i7xtfihakqgzh5k2jyojelyqkw25ld2c5jherieu6sqb2re2m","bundleHash":"0x0a20b156cb1063bf8063d8115a1a08207597c0089962b52743ee79305df83cd0","packs":[{"blob":"vpVWF9rDqJrucFihzKnvk2FxSCc7Z3xpSzu_hzZ-810","sha256":"64eff356b5f94d8b2b22f462016a7ea63afc50d98d9cef047260beccb7ebe124","size":5211,"head":"bafyreie7en33izmfymtfvyqx2yy2zzcwewhbmosowwrfggsxzx7ut5iyiq","blocks":10,"cuts":[{"commit":"bafyreihirfn7ss5ztnpmu6wyhsnkwzbimxpz7ojfhpd5jc6xocbtxkfb3u","parents":["bafyreiebntxhufbu4k4zl3ahqqobpr2ufbjdhjgocpbzuzzxl4ovtd2sgm"]}],"receipts":{"blob":"VqIA5ZW3_Kg2zOa5mrbEEUaU9W0fHu7T3xEjYBiStgo","sha256":"cb3262ea9e069b4e44ae8d38019ec355f3c24f2775fadad84146aa3e1ec7f496","size":1020,"lines":2}},{"blob":"iF0cuLE_2hxWOfKDgVzGEyCv6sTlc2zoDco3YMa8vKU","sha256":"e7e6f7c0ce679281c181cef609fdcc0f8627900b46746885970cc6639742639d","size":687,"head":"bafyreid7m763mvomux66q5trgvghncmnjdgkjmfub2n62zk4mrfnw3psdu","blocks":4}],"receipts":{"lines":2,"sha256":"8e62adffad5b844787e2c25c6e3a1655ed845df420ed66f9efc7cbe2a9807cd0"},"operators":["67302a7178e51624f3505c737dfb2c570b95ddbab5144baecf1a87135f7f192d"],"time":1795418629,"operator":"67302a7178e51624f3505c737dfb2c570b95ddbab5144baecf1a87135f7f192d","sig":"b41cf839db4435dbccb1b023258af084f6b5d47af8f779bb48297796be32bbe6ea6f6da3a4fa597ee4f13aaaffff84e73592c9be4a759f51a35929d28082b70a"}`
+
+func vectorKey() ed25519.PrivateKey {
+	s := sha256.Sum256([]byte("agentstate history vector"))
+	return ed25519.NewKeyFromSeed(s[:])
+}
+
+func blobOf(s string) walrus.BlobID { return walrus.BlobIDFromBytes(sha256.Sum256([]byte(s))) }
+
+func sumOf(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+
+func vector(t *testing.T) *history.Manifest {
+	cid := func(s string) objects.CID {
+		c, err := objects.ParseCID(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	head := cid("bafyreid7m763mvomux66q5trgvghncmnjdgkjmfub2n62zk4mrfnw3psdu")
+	first := cid("bafyreie7en33izmfymtfvyqx2yy2zzcwewhbmosowwrfggsxzx7ut5iyiq")
+	m := &history.Manifest{V: 1, Agent: "lumen", Head: head,
+		Tree:       cid("bafyreigo4i7xtfihakqgzh5k2jyojelyqkw25ld2c5jherieu6sqb2re2m"),
+		BundleHash: "0x0a20b156cb1063bf8063d8115a1a08207597c0089962b52743ee79305df83cd0",
+		Packs: []history.Pack{
+			{Blob: blobOf("pack 1"), SHA256: sumOf("pack 1 bytes"), Size: 5211, Head: first, Blocks: 10,
+				Cuts: []repo.CutLink{{Commit: cid("bafyreihirfn7ss5ztnpmu6wyhsnkwzbimxpz7ojfhpd5jc6xocbtxkfb3u"), Parents: []objects.CID{cid("bafyreiebntxhufbu4k4zl3ahqqobpr2ufbjdhjgocpbzuzzxl4ovtd2sgm")}}},
+				Receipts: &history.ReceiptBlob{Blob: blobOf("receipts 1"), SHA256: sumOf("receipts 1 bytes"), Size: 1020, Lines: 2}},
+			{Blob: blobOf("pack 2"), SHA256: sumOf("pack 2 bytes"), Size: 687, Head: head, Blocks: 4},
+		},
+		Receipts:  &history.TapeState{Lines: 2, SHA256: sumOf("the tape")},
+		Operators: []string{hex.EncodeToString(vectorKey().Public().(ed25519.PublicKey))},
+		Time:      1795418629,
+	}
+	if err := m.Sign(vectorKey()); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestManifestVector(t *testing.T) {
+	body, err := json.Marshal(vector(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(body) != vectorManifest {
+		t.Fatalf("the manifest encodes as\n%s\nnot as the documented vector\n%s", body, vectorManifest)
+	}
+	// The signing rule as docs/history.md states it, applied by hand: the
+	// context line, then the manifest without its "sig" member.
+	i := strings.Index(vectorManifest, `,"sig":"`)
+	unsigned := vectorManifest[:i] + "}"
+	sig, _ := hex.DecodeString(vectorManifest[i+8 : len(vectorManifest)-2])
+	if !ed25519.Verify(vectorKey().Public().(ed25519.PublicKey), []byte("agentstate-history-v1\n"+unsigned), sig) {
+		t.Fatal("the documented signature does not verify by the documented rule")
+	}
+	m, err := history.Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Verify([]ed25519.PublicKey{vectorKey().Public().(ed25519.PublicKey)}); err != nil {
+		t.Fatal(err)
+	}
+}
