@@ -84,3 +84,24 @@ func TestManifestVector(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzParse: no input panics Parse or ParseRef, and whatever Parse accepts
+// re-encodes to the same bytes.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(vectorManifest))
+	f.Add([]byte(`{"v":1}`))
+	f.Add([]byte("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA " + strings.Repeat("0", 64) + " 12"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if m, err := history.Parse(data); err == nil {
+			again, err := json.Marshal(m)
+			if err != nil || strings.TrimSuffix(string(data), "\n") != string(again) {
+				t.Fatalf("accepted a manifest that does not re-encode to itself")
+			}
+		}
+		if r, err := history.ParseRef(string(data)); err == nil {
+			if back, err := history.ParseRef(r.String()); err != nil || back != r {
+				t.Fatalf("ref %q does not round-trip: %v", r, err)
+			}
+		}
+	})
+}
