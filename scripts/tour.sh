@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The agentstate tour, on the embedded defaults (no network): a brain is
 # committed, logged, diffed, checked out, forked, snapshotted and restored,
-# served, embedded in a runtime, cloned to another store and pruned.
+# served, embedded in a runtime, cloned to another store, its whole history
+# shipped through the blob store and restored, and pruned.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$(cd "$repo" && realpath "${1:-bin/agentstate}")"
@@ -107,6 +108,19 @@ run --store "$work/copy" log --oneline -n 4
 echo "- learned on the copy." | run --store "$work/copy" put -m "work on the copy" notes/copy.md
 run pull --ff-only "$work/copy"
 run log --oneline -n 2
+
+say "The whole history through the blob store: push --history (encrypted packs, a manifest signed by the operator key), wipe, restore --history"
+run push --key agent.key --history --sign-key operator.key
+"$bin" log --oneline > log-before.txt
+rm -rf .agentstate
+run restore --key agent.key --history --pub operator.key.pub
+"$bin" log --oneline > log-after.txt
+if cmp -s log-before.txt log-after.txt; then
+  echo "the restored log equals the original, commit for commit ($(wc -l < log-after.txt) commits)"
+else
+  echo "restored log differs" >&2; diff log-before.txt log-after.txt >&2; exit 1
+fi
+run verify
 
 say "Bounded growth: what the bytes hold, then keep the last 3 states and cut the rest"
 run du -n 3
