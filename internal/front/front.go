@@ -11,19 +11,17 @@
 package front
 
 import (
-	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
 	"github.com/agentstate/agentstate/internal/rpcwire"
-	"storj.io/drpc/drpcconn"
 	"storj.io/drpc/drpcerr"
-	"storj.io/drpc/drpcmanager"
 	"storj.io/drpc/drpcwire"
 )
 
@@ -139,7 +137,7 @@ func (c fdConn) Write(p []byte) (int, error) {
 }
 
 // Close shuts the socket down before closing it: a read blocked in another
-// goroutine (drpc's reader) returns at once, which closing alone does not do.
+// goroutine returns at once, which closing alone does not do.
 func (c fdConn) Close() error {
 	syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
 	return syscall.Close(c.fd)
@@ -173,7 +171,13 @@ func dial(sock string) (fdConn, error) {
 // AGENTSTATE_ variables.
 var passEnv = []string{"NO_COLOR", "TERM", "SOURCE_DATE_EPOCH"}
 
-// execOn runs the command line on the server at sock.
+// execOn runs the command line on the server at sock. It speaks drpc's wire
+// protocol (package drpcwire: frames, packets, the Invoke/Message/Error/
+// CloseSend kinds) on one stream, reading and writing the socket from this
+// goroutine with plain system calls: a served command needs no connection
+// manager (drpcconn starts goroutines that hand each packet over with futex
+// wake-ups, most of a short command's cost on a small machine). The server
+// is the ordinary drpc server.
 func execOn(sock string, args []string) (int, error) {
 	c, err := dial(sock)
 	if err != nil {
@@ -181,8 +185,6 @@ func execOn(sock string, args []string) (int, error) {
 	}
 	// The connection is never closed politely: the process exits right after
 	// the answer, and the kernel closes the socket (the server sees EOF).
-	conn := drpcconn.NewWithOptions(c, drpcconn.Options{Manager: drpcmanager.Options{
-		Reader: drpcwire.ReaderOptions{MaximumBufferSize: rpcwire.MaxMessage}}})
 	start := rpcwire.ExecStart{Args: args, StdoutTTY: isTerminal(1)}
 	start.Dir, _ = os.Getwd()
 	for _, kv := range os.Environ() {
@@ -191,33 +193,39 @@ func execOn(sock string, args []string) (int, error) {
 			start.Env = append(start.Env, kv)
 		}
 	}
-	ctx := context.Background()
-	st, err := conn.NewStream(ctx, rpcwire.RPCExec, rpcwire.Encoding)
-	if err != nil {
+	st := &wireStream{w: drpcwire.NewWriter(c, 64<<10)}
+	if err := st.send(drpcwire.KindInvoke, []byte(rpcwire.RPCExec)); err != nil {
 		return 0, errNotServed
 	}
-	if err := st.MsgSend(&start, rpcwire.Encoding); err != nil {
+	if err := st.sendMsg(&start); err != nil {
 		return 0, errNotServed // the server went away before taking the command
 	}
+	rd := drpcwire.NewReaderWithOptions(c, drpcwire.ReaderOptions{MaximumBufferSize: rpcwire.MaxMessage})
 	// Stdin is read when the command asks for it, on a goroutine of its own:
 	// the command's output keeps flowing while a read waits (an interactive
 	// protocol, such as 'agentstate mcp', answers before it reads again).
-	wants := make(chan int, 1)
-	defer close(wants)
-	go func() {
-		for want := range wants {
-			buf := make([]byte, min(want, 1<<20))
-			n, rerr := os.Stdin.Read(buf)
-			in := rpcwire.ExecIn{Data: buf[:n], EOF: rerr != nil && n == 0}
-			if st.MsgSend(&in, rpcwire.Encoding) != nil {
-				return // the main loop sees the stream end
-			}
+	var wants chan int
+	defer func() {
+		if wants != nil {
+			close(wants)
 		}
 	}()
 	started := false
 	for {
-		var m rpcwire.ExecOut
-		if err := st.MsgRecv(&m, rpcwire.Encoding); err != nil {
+		pkt, err := rd.ReadPacket()
+		if err == nil && pkt.ID.Stream != st.id.Stream {
+			continue // not this command's stream
+		}
+		if err == nil {
+			switch pkt.Kind {
+			case drpcwire.KindMessage:
+			case drpcwire.KindError:
+				err = drpcwire.UnmarshalError(pkt.Data)
+			default: // CloseSend, Close, Cancel: the stream ended without Done
+				err = io.EOF
+			}
+		}
+		if err != nil {
 			if code := drpcerr.Code(err); code == rpcwire.CodeNoExec || (!started && code == 0 && isGone(err)) {
 				return 0, errNotServed
 			}
@@ -226,11 +234,19 @@ func execOn(sock string, args []string) (int, error) {
 			}
 			return 1, errors.New("the server refused the command: " + err.Error())
 		}
+		var m rpcwire.ExecOut
+		if err := rpcwire.Encoding.Unmarshal(pkt.Data, &m); err != nil {
+			return 1, errors.New("the server sent a message that does not decode: " + err.Error())
+		}
 		started = true
 		switch {
 		case m.Done:
 			return m.Code, nil
 		case m.Want > 0:
+			if wants == nil {
+				wants = make(chan int, 1)
+				go readStdin(st, wants)
+			}
 			select {
 			case wants <- m.Want:
 			default: // a read is already waiting
@@ -243,6 +259,48 @@ func execOn(sock string, args []string) (int, error) {
 			os.Stderr.Write(m.Data)
 		}
 	}
+}
+
+// readStdin answers the command's requests for stdin, one read each.
+func readStdin(st *wireStream, wants <-chan int) {
+	for want := range wants {
+		buf := make([]byte, min(want, 1<<20))
+		n, rerr := os.Stdin.Read(buf)
+		in := rpcwire.ExecIn{Data: buf[:n], EOF: rerr != nil && n == 0}
+		if st.sendMsg(&in) != nil {
+			return // the main loop sees the stream end
+		}
+	}
+}
+
+// wireStream writes one drpc stream's packets: stream 1 (the first stream
+// of a connection, as drpc's client numbers them), message ids counting up.
+type wireStream struct {
+	mu sync.Mutex
+	w  *drpcwire.Writer
+	id drpcwire.ID
+}
+
+func (s *wireStream) send(kind drpcwire.Kind, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.id.Stream = 1
+	s.id.Message++
+	if err := s.w.WritePacket(drpcwire.Packet{ID: s.id, Kind: kind, Data: data}); err != nil {
+		return err
+	}
+	if kind == drpcwire.KindInvoke {
+		return nil // sent with the first message
+	}
+	return s.w.Flush()
+}
+
+func (s *wireStream) sendMsg(m any) error {
+	data, err := rpcwire.Encoding.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return s.send(drpcwire.KindMessage, data)
 }
 
 func isGone(err error) bool {
