@@ -109,6 +109,12 @@ type ServeOptions struct {
 	// to runtime/web.Handler for the MCP endpoint at /mcp, and with
 	// web.Options.UI the time-travel page.
 	HTTP func(*repo.Repo) http.Handler
+	// BusyCommandRate bounds the command lines per second the server
+	// admits while tasks are landing (a task in flight or one ended in the
+	// last 100 ms); the rest wait their turn, so loops of inspection
+	// commands do not slow the agent. Idle, commands run at once. 0 means
+	// DefaultBusyCommandRate; negative, no bound.
+	BusyCommandRate float64
 }
 
 // Runtime runs agents' tasks over one store. It is safe for concurrent use.
@@ -131,6 +137,7 @@ type Runtime struct {
 	mu      sync.Mutex // guards closing with tasks.Add
 	closed  atomic.Bool
 	tasks   sync.WaitGroup
+	pace    *pacer
 	closeMu sync.Mutex
 	closeEr error
 	isShut  bool
@@ -170,7 +177,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{repo: r, tape: r.Tape, signer: opts.Signer, pub: opts.Signer.Public().(ed25519.PublicKey), opts: opts}
+	rt := &Runtime{repo: r, tape: r.Tape, signer: opts.Signer, pub: opts.Signer.Public().(ed25519.PublicKey), opts: opts, pace: newPacer(opts.Serve.BusyCommandRate)}
 	fail := func(err error) (*Runtime, error) {
 		r.Close()
 		return nil, err
@@ -202,7 +209,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	rt.queue = newQueue(rt.snap, opts.Queue, opts.OnSnapshot)
 	if !opts.NoServe && !opts.InMemory {
-		srv, err := reposerver.Start(r, reposerver.Options{Holder: "runtime", Exec: opts.Serve.Exec, Listen: opts.Serve.Listen,
+		srv, err := reposerver.Start(r, reposerver.Options{Holder: "runtime", Exec: opts.Serve.Exec, Admit: rt.pace.admit, Listen: opts.Serve.Listen,
 			Tokens: opts.Serve.Tokens, ReadTokens: opts.Serve.ReadTokens, TLS: opts.Serve.TLS, HTTP: httpHandler(r, opts.Serve.HTTP)})
 		if err != nil {
 			rt.queue.close(ctx)
@@ -330,10 +337,14 @@ func (rt *Runtime) enter() error {
 		return ErrClosed
 	}
 	rt.tasks.Add(1)
+	rt.pace.taskStart()
 	return nil
 }
 
-func (rt *Runtime) leave() { rt.tasks.Done() }
+func (rt *Runtime) leave() {
+	rt.pace.taskEnd()
+	rt.tasks.Done()
+}
 
 // Head returns an agent's HEAD commit, or the zero CID for an agent with no
 // state. It does not trigger a cold start.

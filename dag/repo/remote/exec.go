@@ -40,6 +40,13 @@ func (s *Server) exec(ctx context.Context, st drpc.Stream) error {
 	if len(start.Args) == 0 || start.Dir == "" {
 		return coded(rpcwire.CodeBadRequest, "a command line and a working directory are required")
 	}
+	if s.opts.Admit != nil {
+		release, err := s.opts.Admit(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	var mu sync.Mutex // one message at a time on the stream
 	send := func(m *rpcwire.ExecOut) error {
 		mu.Lock()
