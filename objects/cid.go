@@ -62,7 +62,7 @@ func ParseCID(s string) (CID, error) {
 	if err != nil {
 		return CID{}, fmt.Errorf("%w: %q: %w", ErrBadCID, s, err)
 	}
-	return fromCid(c, s)
+	return fromCid(c, func() string { return s })
 }
 
 // CIDFromBytes parses the binary form of a CID (as stored inside DAG-CBOR links).
@@ -74,19 +74,21 @@ func CIDFromBytes(b []byte) (CID, error) {
 	if n != len(b) {
 		return CID{}, fmt.Errorf("%w: %d trailing bytes", ErrBadCID, len(b)-n)
 	}
-	return fromCid(c, fmt.Sprintf("%x", b))
+	return fromCid(c, func() string { return fmt.Sprintf("%x", b) })
 }
 
-func fromCid(c cid.Cid, shown string) (CID, error) {
+// fromCid checks c is a CID this store uses; shown prints the input for an
+// error (only then: a store decodes many CIDs).
+func fromCid(c cid.Cid, shown func() string) (CID, error) {
 	p := c.Prefix()
 	if p.Version != 1 {
-		return CID{}, fmt.Errorf("%w: %s: CID version %d, want 1", ErrBadCID, shown, p.Version)
+		return CID{}, fmt.Errorf("%w: %s: CID version %d, want 1", ErrBadCID, shown(), p.Version)
 	}
 	if p.MhType != multihash.SHA2_256 || p.MhLength != 32 {
-		return CID{}, fmt.Errorf("%w: %s: multihash 0x%x/%d, want sha2-256", ErrBadCID, shown, p.MhType, p.MhLength)
+		return CID{}, fmt.Errorf("%w: %s: multihash 0x%x/%d, want sha2-256", ErrBadCID, shown(), p.MhType, p.MhLength)
 	}
 	if p.Codec != CodecRaw && p.Codec != CodecDagCBOR {
-		return CID{}, fmt.Errorf("%w: %s: codec 0x%x, want raw (0x55) or dag-cbor (0x71)", ErrBadCID, shown, p.Codec)
+		return CID{}, fmt.Errorf("%w: %s: codec 0x%x, want raw (0x55) or dag-cbor (0x71)", ErrBadCID, shown(), p.Codec)
 	}
 	return CID{c}, nil
 }
