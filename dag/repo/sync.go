@@ -37,8 +37,11 @@ const syncBatch = 4 << 20
 
 // Fetch copies into r every block of src that head reaches and r lacks.
 // The blocks are re-hashed as they are read (every BlockStore checks what it
-// returns) and the result is checked whole before anything depends on it: a
-// head whose history r cannot then walk is refused.
+// returns) and decoded as what their links say they are (a commit, a tree
+// node, a chunked value), and every link is followed down to blocks r
+// holds: a sender that lacks a block it names, or names one of the wrong
+// kind, is refused with an error, and nothing moves (the caller integrates
+// head only after Fetch returned without error).
 func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStats, error) {
 	var st SyncStats
 	gone, err := src.Gone(ctx)
@@ -69,32 +72,60 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 	}
 	has := func(c objects.CID) (bool, error) { return r.Blocks.Has(ctx, c) }
 	seen := map[objects.CID]bool{}
-	haves := map[objects.CID]bool{}
-	// copyTree copies a tree (or a chunked value) the receiver lacks.
-	var copyNode func(c objects.CID) error
-	copyNode = func(c objects.CID) error {
+	// The copy is typed as a walk is (dag.Walk): a commit's tree must be a
+	// tree node, whose subtrees are tree nodes and whose values are raw
+	// blocks or chunked values, whose links are chunks. Every link of every
+	// block copied is followed here, and a block r already holds is whole
+	// there (every store writes children before parents, as this copy
+	// does), so when the copy ends without error r holds the whole history.
+	var copyTree, copyValue func(c objects.CID, via string) error
+	fetch := func(c objects.CID, via string) ([]byte, bool, error) {
 		if seen[c] {
-			return nil
+			return nil, false, nil
 		}
 		seen[c] = true
 		if ok, err := has(c); err != nil || ok {
-			return err
+			return nil, false, err
 		}
 		data, err := src.Blocks.Get(ctx, c)
 		if err != nil {
-			return fmt.Errorf("sync: reading %s from the sender: %w", c, err)
+			return nil, false, fmt.Errorf("sync: reading %s %s from the sender: %w", via, c, err)
 		}
-		if c.Codec() == objects.CodecDagCBOR {
-			var links []objects.CID
-			if subs, vals, err := objects.NodeLinks(data); err == nil {
-				links = append(subs, vals...)
-			} else if chunks, cerr := objects.ChunkLinks(data); cerr == nil {
-				links = chunks
-			} else {
-				return fmt.Errorf("sync: %s is neither a tree node nor a chunked value: %w", c, err)
+		return data, true, nil
+	}
+	copyTree = func(c objects.CID, via string) error {
+		data, need, err := fetch(c, via)
+		if err != nil || !need {
+			return err
+		}
+		subs, vals, err := objects.NodeLinks(data)
+		if err != nil {
+			return fmt.Errorf("sync: %s %s: %w", via, c, err)
+		}
+		for _, l := range subs {
+			if err := copyTree(l, "tree node"); err != nil {
+				return err
+			}
+		}
+		for _, l := range vals {
+			if err := copyValue(l, "value"); err != nil {
+				return err
+			}
+		}
+		return add(c, data)
+	}
+	copyValue = func(c objects.CID, via string) error {
+		data, need, err := fetch(c, via)
+		if err != nil || !need {
+			return err
+		}
+		if c.Codec() == objects.CodecDagCBOR { // a chunked value
+			links, err := objects.ChunkLinks(data)
+			if err != nil {
+				return fmt.Errorf("sync: %s %s: %w", via, c, err)
 			}
 			for _, l := range links {
-				if err := copyNode(l); err != nil {
+				if err := copyValue(l, "chunk"); err != nil {
 					return err
 				}
 			}
@@ -116,7 +147,6 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 			return st, err
 		} else if ok {
 			st.Haves++
-			haves[c] = true
 			continue
 		}
 		data, err := src.Blocks.Get(ctx, c)
@@ -128,7 +158,7 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 			return st, fmt.Errorf("sync: %s: %w", c, err)
 		}
 		st.Commits++
-		if err := copyNode(cm.Tree); err != nil {
+		if err := copyTree(cm.Tree, "tree node"); err != nil {
 			return st, err
 		}
 		if err := add(c, data); err != nil {
@@ -148,17 +178,6 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 	}
 	if err := flush(); err != nil {
 		return st, err
-	}
-	// The history must now walk in r (blocks it had plus blocks sent): the
-	// new commits, down to the commits r held (whole, as every commit a
-	// store holds is).
-	_, problems, err := dag.Walk(ctx, r.Blocks, []objects.CID{head}, dag.WalkOptions{Gone: gone,
-		Cut: func(_, parent objects.CID) bool { return haves[parent] }})
-	if err != nil {
-		return st, err
-	}
-	if len(problems) > 0 {
-		return st, fmt.Errorf("sync: the history of %s is incomplete after the transfer (the sender lacks blocks it names, e.g. %v); nothing moved", head.Short(), problems[0])
 	}
 	return st, nil
 }

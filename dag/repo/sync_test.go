@@ -1,6 +1,7 @@
 package repo_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -167,5 +168,68 @@ func TestPullAcrossACut(t *testing.T) {
 	}
 	if cp, _, _ := dst.CheckpointOf(ctx, "a"); cp.IsCut(all[0], all[1]) {
 		t.Fatal("a cut was recorded over a parent the store holds")
+	}
+}
+
+// A sender whose blocks hash right but are not what their links say they
+// are (a commit, or a chunked value, where a tree node belongs), or that lacks a value deep in a tree, is refused: the copy
+// is typed, and nothing moves.
+func TestFetchWrongKinds(t *testing.T) {
+	ctx := context.Background()
+	for name, mk := range map[string]func(t *testing.T, ms *memory.Storage) objects.CID{
+		"tree is a commit": func(t *testing.T, ms *memory.Storage) objects.CID {
+			inner := &objects.Commit{Tree: objects.EmptyTreeCID, Time: 1, Message: "inner"}
+			ib, err := inner.Block()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &objects.Commit{Tree: ib.CID, Time: 2, Message: "x"}
+			b, err := c.Block()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ms.Put(ctx, ib, b); err != nil {
+				t.Fatal(err)
+			}
+			return b.CID
+		},
+		"tree is a chunked value": func(t *testing.T, ms *memory.Storage) objects.CID {
+			root, blocks := objects.NewFileValue(bytes.Repeat([]byte("chunky "), 200_000))
+			if root.Codec() != objects.CodecDagCBOR {
+				t.Fatal("the value is not chunked")
+			}
+			c := &objects.Commit{Tree: root, Time: 1, Message: "x"}
+			b, err := c.Block()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ms.Put(ctx, append(blocks, b)...); err != nil {
+				t.Fatal(err)
+			}
+			return b.CID
+		},
+		"a value is missing": func(t *testing.T, ms *memory.Storage) objects.CID {
+			src := repo.New(ms)
+			mustPut(t, src, "a", "deep/in/the/tree", "gone")
+			mustPut(t, src, "a", "other", "v")
+			if err := ms.Delete(ctx, objects.NewValue([]byte("gone")).CID); err != nil {
+				t.Fatal(err)
+			}
+			return headOf(t, src, "a")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ms := memory.New()
+			head := mk(t, ms)
+			dst := repo.New(memory.New())
+			if _, err := dst.Fetch(ctx, repo.New(ms), head); err == nil {
+				t.Fatal("fetched")
+			} else {
+				t.Log(err)
+			}
+			if _, err := dst.Integrate(ctx, "a", head, false, refs.OpPull, ""); err == nil {
+				t.Fatal("a refused history was integrated")
+			}
+		})
 	}
 }
