@@ -76,7 +76,7 @@ func checkAfterCrash(t *testing.T, dir string) []string {
 	ents, _ := r.Refs.Entries(ctx, "s1")
 	r.Close()
 	rt := openWith(t, Options{Store: dir, Signer: testKey("operator")})
-	h := history(t, rt, "s1")
+	h := turns(t, rt, "s1")
 	if len(h) != len(ents) {
 		t.Fatalf("history has %d turns but %d tasks landed", len(h), len(ents))
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/export/envelope"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/export/tarball"
@@ -291,8 +292,8 @@ func forgeSnapshot(t *testing.T, rem *remote, agent string, files map[string]str
 	}
 }
 
-// history reads the session's turns.
-func history(t testing.TB, rt *Runtime, agent string) []string {
+// turns reads the session's turns.
+func turns(t testing.TB, rt *Runtime, agent string) []string {
 	t.Helper()
 	v, err := rt.View(context.Background(), agent, "")
 	if err != nil {
@@ -364,7 +365,7 @@ func TestSessionVector(t *testing.T) {
 	if err != nil || info.Origin != OriginRestored {
 		t.Fatalf("%+v %v", info, err)
 	}
-	if h := history(t, s2, "s1"); !slices.Equal(h, []string{"hello", "again"}) {
+	if h := turns(t, s2, "s1"); !slices.Equal(h, []string{"hello", "again"}) {
 		t.Fatalf("restored history %q", h)
 	}
 
@@ -374,7 +375,7 @@ func TestSessionVector(t *testing.T) {
 	}
 	turn(t, s2, "s1-fork", "diverge")
 	turn(t, s2, "s1", "original")
-	if a, b := history(t, s2, "s1"), history(t, s2, "s1-fork"); slices.Equal(a, b) ||
+	if a, b := turns(t, s2, "s1"), turns(t, s2, "s1-fork"); slices.Equal(a, b) ||
 		!slices.Equal(a, []string{"hello", "again", "original"}) || !slices.Equal(b, []string{"hello", "again", "diverge"}) {
 		t.Fatalf("s1 %q, fork %q", a, b)
 	}
@@ -401,7 +402,7 @@ func TestSessionVector(t *testing.T) {
 	if err := s2.WaitSnapshots(ctx); err != nil {
 		t.Fatal(err)
 	}
-	before := history(t, s2, "s1")
+	before := turns(t, s2, "s1")
 
 	// A crash in the middle of a save: the upload is cut off half-way, so
 	// the pointer stays at the last valid snapshot.
@@ -419,10 +420,90 @@ func TestSessionVector(t *testing.T) {
 	if _, err := s3.Agent(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if h := history(t, s3, "s1"); !slices.Equal(h, before) {
+	if h := turns(t, s3, "s1"); !slices.Equal(h, before) {
 		t.Fatalf("after a crash mid-save: %q, want the last valid %q", h, before)
 	}
-	if h := history(t, s3, "s1-fork"); !slices.Equal(h, []string{"hello", "again", "diverge"}) {
+	if h := turns(t, s3, "s1-fork"); !slices.Equal(h, []string{"hello", "again", "diverge"}) {
 		t.Fatalf("fork restored as %q", h)
+	}
+}
+
+// TestHistoryColdStart: with Options.History the snapshots ship the whole
+// history, and a cold start on a wiped store rebuilds it: the log commit for
+// commit, every receipt verified against its real commit; without a
+// published history the cold start falls back to the snapshot.
+func TestHistoryColdStart(t *testing.T) {
+	ctx := context.Background()
+	rem := newRemote(t)
+	opts := rem.options(filepath.Join(t.TempDir(), "a"))
+	opts.History = true
+	s := openWith(t, opts)
+	for _, in := range []string{"hello", "again", "more"} {
+		turn(t, s, "s1", in)
+	}
+	if err := s.WaitSnapshots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	turn(t, s, "s1", "last")
+	if err := s.WaitSnapshots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	last := s.SnapshotStatus("s1").Last
+	if last == nil || last.Err != nil || last.Result.HistoryPacks < 1 {
+		t.Fatalf("snapshot: %+v", last)
+	}
+	logOf := func(rt *Runtime) []objects.CID {
+		h, err := rt.Head(ctx, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []objects.CID
+		for le, err := range dag.Log(ctx, rt.repo.Blocks, h) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, le.CID)
+		}
+		return out
+	}
+	want := logOf(s)
+	s.Close()
+	os.RemoveAll(opts.Store)
+
+	opts2 := rem.options(filepath.Join(t.TempDir(), "b"))
+	opts2.History = true
+	s2 := openWith(t, opts2)
+	info, err := s2.Agent(ctx, "s1")
+	if err != nil || info.Origin != OriginRestored || info.Restore == nil || !info.Restore.History || info.Restore.Receipts != 4 {
+		t.Fatalf("%+v %v", info, err)
+	}
+	if got := logOf(s2); !slices.Equal(got, want) || len(got) != 4 {
+		t.Fatalf("restored log %v, want %v", got, want)
+	}
+	recs, err := s2.Receipts(ctx, "s1")
+	if err != nil || len(recs) != 4 {
+		t.Fatalf("receipts: %d %v", len(recs), err)
+	}
+	for _, r := range recs {
+		if err := r.Verify(s2.PublicKey()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s2.repo.Commit(ctx, r.Commit); err != nil {
+			t.Fatalf("receipt of %s: its commit is not in the restored store: %v", r.Task, err)
+		}
+	}
+	s2.Close()
+
+	// No history published (the file is gone): the snapshot, as before.
+	os.Remove(filepath.Join(rem.pointer.Dir, "s1.history"))
+	opts3 := rem.options(filepath.Join(t.TempDir(), "c"))
+	opts3.History = true
+	s3 := openWith(t, opts3)
+	info, err = s3.Agent(ctx, "s1")
+	if err != nil || info.Origin != OriginRestored || info.Restore.History {
+		t.Fatalf("fallback: %+v %v", info, err)
+	}
+	if h := turns(t, s3, "s1"); !slices.Equal(h, []string{"hello", "again", "more", "last"}) {
+		t.Fatalf("fallback restored %q", h)
 	}
 }

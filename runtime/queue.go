@@ -25,6 +25,9 @@ type SnapshotResult struct {
 	Pointer          string
 	EndEpoch         int64
 	AlreadyCertified bool
+	// HistoryPacks is the number of packs of the agent's published history
+	// after this push (Options.History), 0 without it.
+	HistoryPacks int
 }
 
 // SnapshotEvent is one outcome of the snapshot queue.

@@ -19,6 +19,7 @@ import (
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export"
 	"github.com/agentstate/agentstate/export/envelope"
+	"github.com/agentstate/agentstate/export/history"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
@@ -51,6 +52,18 @@ type Options struct {
 	Blobs       walrus.Store
 	Pointer     snapshot.Pointer
 	BlobOptions walrus.StoreOptions
+
+	// History also ships each agent's whole history with its snapshots
+	// (export/history: a pack of what is new, receipts included, and a
+	// manifest signed with Signer), and makes a cold start rebuild the
+	// whole log from it (every commit, every receipt against its real
+	// commit) when one is published, before falling back to the snapshot.
+	// HistoryPointer names the manifest; by default a file
+	// <pointer dir>/<agent>.history beside a pointer file (required when
+	// Pointer is not a snapshot.FilePointer: ens.HistoryPointer for the
+	// agent-history record).
+	History        bool
+	HistoryPointer history.Pointer
 
 	// Snapshotter and Restorer replace the built-in pipeline for pushing and
 	// for cold restore respectively (a custom transport, or tests).
@@ -198,11 +211,22 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			ptr = snapshot.FilePointer{Dir: filepath.Join(opts.Store, "pointers")}
 		}
 		p := &snapshot.Pipeline{Repo: r, Cipher: opts.Cipher, Blobs: opts.Blobs, Pointer: ptr, Options: opts.BlobOptions}
+		var hist *history.Shipper
+		if opts.History {
+			hp := opts.HistoryPointer
+			if fp, ok := ptr.(snapshot.FilePointer); ok && hp == nil {
+				hp = history.FilePointer{Dir: fp.Dir}
+			}
+			if hp == nil {
+				return fail(fmt.Errorf("runtime: Options.History with a %T snapshot pointer needs Options.HistoryPointer", ptr))
+			}
+			hist = &history.Shipper{Repo: r, Cipher: opts.Cipher, Blobs: opts.Blobs, Pointer: hp, Options: opts.BlobOptions, OperatorKeys: OperatorKeyPrefix}
+		}
 		if rt.snap == nil {
-			rt.snap = pipelineSnapshotter{p}
+			rt.snap = pipelineSnapshotter{p: p, hist: hist, key: opts.Signer}
 		}
 		if rt.restorer == nil {
-			rt.restorer = pipelineRestorer{p}
+			rt.restorer = pipelineRestorer{p: p, hist: hist, pub: rt.pub}
 		}
 	} else if opts.Cipher != nil || opts.Blobs != nil {
 		return fail(fmt.Errorf("runtime: snapshots need both Options.Cipher and Options.Blobs"))

@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 
+	"github.com/agentstate/agentstate/export/history"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/objects"
 )
@@ -24,24 +26,59 @@ type RestoreResult struct {
 	BlobID     string
 	Pointer    string
 	Receipts   int // receipt lines re-ingested into the tape
+	// History is set when the whole history was restored (Options.History):
+	// BlobID is then the manifest's blob and Pointer the history pointer.
+	History bool
 }
 
-// pipelineSnapshotter pushes through export/snapshot.
-type pipelineSnapshotter struct{ p *snapshot.Pipeline }
+// pipelineSnapshotter pushes through export/snapshot, then (with
+// Options.History) the history through export/history.
+type pipelineSnapshotter struct {
+	p    *snapshot.Pipeline
+	hist *history.Shipper
+	key  ed25519.PrivateKey
+}
 
 func (s pipelineSnapshotter) Push(ctx context.Context, agent string, commit objects.CID) (SnapshotResult, error) {
 	rec, err := s.p.Push(ctx, agent, commit)
 	if err != nil {
 		return SnapshotResult{}, err
 	}
-	return SnapshotResult{BlobID: string(rec.BlobID), BundleHash: rec.BundleHash, Size: rec.Size, Pointer: rec.Pointer,
-		EndEpoch: rec.EndEpoch, AlreadyCertified: rec.AlreadyCertified}, nil
+	res := SnapshotResult{BlobID: string(rec.BlobID), BundleHash: rec.BundleHash, Size: rec.Size, Pointer: rec.Pointer,
+		EndEpoch: rec.EndEpoch, AlreadyCertified: rec.AlreadyCertified}
+	if s.hist != nil {
+		m, err := s.hist.Push(ctx, agent, s.key)
+		if err != nil {
+			return res, fmt.Errorf("runtime: snapshot %s pushed, its history not: %w", rec.BlobID, err)
+		}
+		res.HistoryPacks = len(m.Packs)
+	}
+	return res, nil
 }
 
-// pipelineRestorer restores through export/snapshot.
-type pipelineRestorer struct{ p *snapshot.Pipeline }
+// pipelineRestorer restores through export/history when a history is
+// published (Options.History), else through export/snapshot.
+type pipelineRestorer struct {
+	p    *snapshot.Pipeline
+	hist *history.Shipper
+	pub  ed25519.PublicKey
+}
 
 func (s pipelineRestorer) Restore(ctx context.Context, agent string) (RestoreResult, error) {
+	if s.hist != nil {
+		trusted, err := TrustedKeys(ctx, s.p.Repo)
+		if err != nil {
+			return RestoreResult{}, err
+		}
+		res, err := s.hist.Restore(ctx, agent, append(trusted, s.pub), history.RestoreOptions{})
+		switch {
+		case err == nil:
+			return RestoreResult{Commit: res.Manifest.Head, BundleHash: res.Manifest.BundleHash, BlobID: string(res.Ref.Blob),
+				Pointer: res.Ref.String(), Receipts: res.Receipts, History: true}, nil
+		case !errors.Is(err, history.ErrNoHistory):
+			return RestoreResult{}, fmt.Errorf("runtime: restoring the history of %q: %w", agent, err)
+		}
+	}
 	rec, err := s.p.Restore(ctx, agent, snapshot.RestoreOptions{})
 	if errors.Is(err, snapshot.ErrNoPointer) {
 		return RestoreResult{}, fmt.Errorf("%w: %v", ErrNoSnapshot, err)

@@ -99,13 +99,17 @@ func run(ctx context.Context, dir string) error {
 	// would).
 	opts := runtime.Options{Store: paths.store, Signer: signer, Cipher: cipher, Blobs: blobs,
 		Pointer: pointerDir(filepath.Join(dir, "pointers")), SeedDir: paths.seed,
+		// Ship the whole history with each snapshot (packs and a manifest
+		// signed with the operator key), so that a cold start gets every
+		// commit and receipt back, not only the latest state.
+		History: true,
 		OnSnapshot: func(ev runtime.SnapshotEvent) {
 			if ev.Err != nil {
 				fmt.Printf("  [snapshot] %s at %s failed (attempt %d, final=%v): %v\n", ev.Agent, ev.Commit.Short(), ev.Attempt, ev.Final, ev.Err)
 				return
 			}
-			fmt.Printf("  [snapshot] %s at %s shipped: blob %s (%d bytes, bundle %s), pointer %s\n",
-				ev.Agent, ev.Commit.Short(), ev.Result.BlobID, ev.Result.Size, ev.Result.BundleHash[:10], ev.Result.Pointer)
+			fmt.Printf("  [snapshot] %s at %s shipped: blob %s (%d bytes, bundle %s), pointer %s; history: %d packs\n",
+				ev.Agent, ev.Commit.Short(), ev.Result.BlobID, ev.Result.Size, ev.Result.BundleHash[:10], ev.Result.Pointer, ev.Result.HistoryPacks)
 		}}
 	rt, err := runtime.Open(ctx, opts)
 	if err != nil {
@@ -166,7 +170,7 @@ func run(ctx context.Context, dir string) error {
 
 	// Amnesia: the operator loses its store. Only the blob directory, the
 	// pointer and the keys remain.
-	fmt.Println("== amnesia: the store is wiped; cold start from the snapshot pointer")
+	fmt.Println("== amnesia: the store is wiped; cold start from the published history (or, without one, the snapshot)")
 	if err := os.RemoveAll(paths.store); err != nil {
 		return err
 	}
@@ -184,7 +188,11 @@ func run(ctx context.Context, dir string) error {
 		return err
 	}
 	got, _ := v2.BundleHash(ctx)
-	fmt.Printf("   %s from blob %s: bundle %s (%s), %d receipts re-ingested\n", info.Origin, info.Restore.BlobID, got,
+	what := "snapshot blob"
+	if info.Restore.History {
+		what = "whole history, manifest"
+	}
+	fmt.Printf("   %s from its %s %s: bundle %s (%s), %d receipts re-ingested\n", info.Origin, what, info.Restore.BlobID, got,
 		map[bool]string{true: "matches", false: "DOES NOT MATCH"}[got == want], info.Restore.Receipts)
 	recs, err := rt2.Receipts(ctx, agent)
 	if err != nil {
@@ -194,8 +202,11 @@ func run(ctx context.Context, dir string) error {
 		if err := r.Verify(rt2.PublicKey()); err != nil {
 			return err
 		}
+		if _, err := rt2.View(ctx, agent, r.Commit.String()); err != nil {
+			return fmt.Errorf("receipt of task %s: its commit is not in the restored store: %w", r.Task, err)
+		}
 	}
-	fmt.Printf("   all %d receipts verify against the operator key\n", len(recs))
+	fmt.Printf("   all %d receipts verify against the operator key and their commits\n", len(recs))
 	fmt.Printf("== inspect with the CLI (with -dir): agentstate --store %s --agent %s log --oneline / receipts --verify / oplog\n", paths.store, agent)
 	return nil
 }
