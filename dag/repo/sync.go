@@ -182,6 +182,13 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 	return st, nil
 }
 
+// CutAdopter is an optional ability of a Storage that records received cut
+// links in its own process: a served store's client (clients may not write
+// checkpoints themselves).
+type CutAdopter interface {
+	AdoptCuts(ctx context.Context, agent string, links []CutLink) error
+}
+
 // AdoptCuts records, in agent's checkpoint, parent links a sender's forget
 // cut (SyncStats.Cuts), so that walks of the received history stop there.
 // A link is recorded only when its parent is indeed not in this store: a
@@ -189,6 +196,9 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 func (r *Repo) AdoptCuts(ctx context.Context, agent string, links []CutLink) error {
 	if len(links) == 0 {
 		return nil
+	}
+	if a, ok := r.Storage.(CutAdopter); ok {
+		return a.AdoptCuts(ctx, agent, links) // a served store records them in its server
 	}
 	defer r.moves.lock(agent)()
 	cp, ok, err := r.CheckpointOf(ctx, agent)

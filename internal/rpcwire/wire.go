@@ -48,12 +48,13 @@ const (
 	RPCWatch       = "/agentstate.v1/WatchHeads" // stream
 	RPCGC          = "/agentstate.v1/GC"
 	RPCForget      = "/agentstate.v1/Forget"
+	RPCAdoptCuts   = "/agentstate.v1/AdoptCuts"
 	RPCExec        = "/agentstate.v1/Exec" // bidirectional stream
 )
 
 // Writes lists the RPCs a read-only token may not call.
 var Writes = map[string]bool{
-	RPCPut: true, RPCSwapHead: true, RPCGC: true, RPCForget: true, RPCAppendLines: true, RPCSetMeta: true, RPCDeleteMeta: true, RPCExec: true,
+	RPCPut: true, RPCSwapHead: true, RPCGC: true, RPCForget: true, RPCAdoptCuts: true, RPCAppendLines: true, RPCSetMeta: true, RPCDeleteMeta: true, RPCExec: true,
 }
 
 // Error codes carried with an RPC's error (drpcerr). A client maps them back

@@ -249,6 +249,37 @@ var calls = map[string]call{
 		}
 		return send(&rpcwire.Resp{Data: data})
 	},
+	// AdoptCuts records cut links a sync received (Value: JSON of
+	// []repo.CutLink, at most maxCutLinks) in the agent's checkpoint, in
+	// the server: only links whose parent this store lacks are recorded.
+	rpcwire.RPCAdoptCuts: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		var links []repo.CutLink
+		dec := json.NewDecoder(bytes.NewReader(q.Value))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&links); err != nil {
+			return badRequest("cut links: %v", err)
+		}
+		if len(links) > maxCutLinks {
+			return badRequest("%d cut links, over %d", len(links), maxCutLinks)
+		}
+		for _, l := range links {
+			if l.Commit.IsZero() || len(l.Parents) == 0 || len(l.Parents) > 64 {
+				return badRequest("a malformed cut link")
+			}
+			if ok, err := s.r.Blocks.Has(ctx, l.Commit); err != nil {
+				return err
+			} else if !ok {
+				return badRequest("cut link of commit %s, which this store does not hold", l.Commit.Short())
+			}
+		}
+		if err := s.r.AdoptCuts(ctx, q.Agent, links); err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{OK: true})
+	},
 	rpcwire.RPCGC: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
 		rep, err := s.r.GC(ctx, q.DryRun)
 		if err != nil {
@@ -288,6 +319,9 @@ func cidArg(b []byte) (objects.CID, error) {
 	}
 	return c, nil
 }
+
+// maxCutLinks bounds one AdoptCuts request.
+const maxCutLinks = 1 << 16
 
 // formatMeta is the meta record in which the Badger store keeps its format
 // version (internal/store): without it the store no longer opens, so no

@@ -515,6 +515,16 @@ func (c *Client) Forget(ctx context.Context, agent string, p repo.Policy, dryRun
 	return rep, nil
 }
 
+// AdoptCuts records received cut links in the server (a repo.CutAdopter).
+func (c *Client) AdoptCuts(ctx context.Context, agent string, links []repo.CutLink) error {
+	v, err := json.Marshal(links)
+	if err != nil {
+		return err
+	}
+	_, err = c.invoke(ctx, rpcwire.RPCAdoptCuts, &rpcwire.Req{Agent: agent, Value: v})
+	return err
+}
+
 // GC runs gc in the server, beside its writers (a repo.Collector).
 func (c *Client) GC(ctx context.Context, dryRun bool) (repo.GCReport, error) {
 	r, err := c.invoke(ctx, rpcwire.RPCGC, &rpcwire.Req{DryRun: dryRun})
