@@ -284,25 +284,45 @@ func (r *Refs) Entries(ctx context.Context, agent string) ([]Entry, error) {
 // each entry's prev equal to the hash of the previous entry's stored bytes,
 // each entry's old equal to the previous entry's new, and HEAD's record
 // naming the last entry and its hash. It returns every problem found.
+//
+// HEAD and the log are read one after the other, not in one snapshot, so a
+// HEAD moved meanwhile (a served store's writers do not stop for verify)
+// would look like a log that does not end where HEAD says: when HEAD's
+// record changed while the agent was checked, the check runs again.
 func (r *Refs) Verify(ctx context.Context, agent string) []error {
+	for attempt := 0; ; attempt++ {
+		problems, before := r.verifyOnce(ctx, agent)
+		if len(problems) == 0 || attempt == 8 {
+			return problems
+		}
+		after, _, _, err := r.head(ctx, agent)
+		if err != nil || after == before {
+			return problems
+		}
+	}
+}
+
+// verifyOnce is one pass of Verify; it returns the HEAD record it checked
+// the log against.
+func (r *Refs) verifyOnce(ctx context.Context, agent string) ([]error, Head) {
 	var problems []error
 	bad := func(format string, a ...any) {
 		problems = append(problems, fmt.Errorf("%w: agent %q: %s", ErrBrokenLog, agent, fmt.Sprintf(format, a...)))
 	}
 	h, _, ok, err := r.head(ctx, agent)
 	if err != nil {
-		return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err))
+		return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err)), h
 	}
 	cut, _, err := r.cut(ctx, agent)
 	if err != nil {
-		return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err))
+		return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err)), h
 	}
 	// After a cut the chain is proved from the cut on: the first kept entry
 	// chains to the hash the checkpoint recorded.
 	prevHash, prevNew, seq := cut.Hash, cut.New, cut.Seq
 	for rec, err := range r.s.LogRecords(ctx, agent) {
 		if err != nil {
-			return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err))
+			return append(problems, fmt.Errorf("refs: verifying agent %q: %w", agent, err)), h
 		}
 		if rec.Seq <= cut.Seq {
 			continue
@@ -312,7 +332,7 @@ func (r *Refs) Verify(ctx context.Context, agent string) []error {
 		var e Entry
 		if err := json.Unmarshal(data, &e); err != nil {
 			bad("entry %d is unreadable: %v", kseq, err)
-			return problems
+			return problems, h
 		}
 		if again, _ := json.Marshal(e); string(again) != string(data) {
 			bad("entry %d is not in canonical form (edited?)", kseq)
@@ -338,7 +358,7 @@ func (r *Refs) Verify(ctx context.Context, agent string) []error {
 		if seq > 0 {
 			bad("operation log has %d entries but no HEAD record", seq)
 		}
-		return problems
+		return problems, h
 	}
 	if h.Seq != seq || h.Hash != prevHash {
 		bad("HEAD record names entry %d (hash %.12s) but the log ends at entry %d (hash %.12s)", h.Seq, h.Hash, seq, prevHash)
@@ -346,7 +366,7 @@ func (r *Refs) Verify(ctx context.Context, agent string) []error {
 	if h.Commit != prevNew {
 		bad("HEAD is at %s but the last operation moved it to %s", h.Commit.Short(), prevNew.Short())
 	}
-	return problems
+	return problems, h
 }
 
 // UndoTarget computes, by replaying the log, the entry an undo would revert

@@ -158,3 +158,45 @@ func TestUndoRedo(t *testing.T) {
 		t.Fatalf("undo target %d, want 7", e.Seq)
 	}
 }
+
+// slowLog is a refs.Store whose log reads let a writer move HEAD between
+// reading HEAD and reading the log, as a served store's writers do.
+type slowLog struct {
+	refs.Store
+	between func()
+}
+
+func (s slowLog) LogRecords(ctx context.Context, agent string) iter.Seq2[refs.Record, error] {
+	s.between()
+	return s.Store.LogRecords(ctx, agent)
+}
+
+// Verify beside a writer: HEAD moving while the log is read is not a broken
+// log.
+func TestVerifyBesideAWriter(t *testing.T) {
+	ctx := context.Background()
+	s := memory.New()
+	w := refs.New(s)
+	if _, err := w.Move(ctx, refs.Move{Agent: "lumen", New: c(0), Op: refs.OpCommit}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	moves := 0
+	move := func() {
+		if moves >= 3 { // a writer that lands a few times, then stops
+			return
+		}
+		moves++
+		n++
+		if _, err := w.Move(ctx, refs.Move{Agent: "lumen", Old: c(n - 1), New: c(n), Op: refs.OpCommit}); err != nil {
+			t.Error(err)
+		}
+	}
+	r := refs.New(slowLog{Store: s, between: move})
+	if problems := r.Verify(ctx, "lumen"); len(problems) > 0 {
+		t.Fatalf("verify beside a writer: %v", problems)
+	}
+	if moves != 3 {
+		t.Fatalf("the writer moved HEAD %d times during verify, want 3", moves)
+	}
+}
