@@ -2,6 +2,7 @@ package objects
 
 import (
 	"crypto/sha256"
+	"encoding/base32"
 	"fmt"
 	"strings"
 
@@ -104,12 +105,22 @@ func (c CID) String() string {
 // Short returns the first ShortLen characters of String, enough to be unique
 // to read in practice; dag.Resolver resolves abbreviations against a store.
 func (c CID) Short() string {
-	s := c.String()
-	if len(s) > ShortLen {
-		return s[:ShortLen]
+	b := c.c.Bytes()
+	if len(b) < 10 {
+		s := c.String()
+		return s[:min(len(s), ShortLen)]
 	}
-	return s
+	// The multibase prefix "b" and base32 of the first bytes: each base32
+	// character depends only on the bits before it, so the first 14
+	// characters of the whole CID's base32 are those of its first 10 bytes
+	// (a log prints thousands of these). Multibase "b" is RFC 4648 base32,
+	// lower case, no padding.
+	var buf [16]byte
+	shortEncoding.Encode(buf[:], b[:10])
+	return "b" + string(buf[:ShortLen-1])
 }
+
+var shortEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // IsZero reports whether c is the zero CID.
 func (c CID) IsZero() bool { return !c.c.Defined() }

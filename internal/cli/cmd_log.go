@@ -30,8 +30,8 @@ func (e *env) runLog(c *cli.Context) error {
 		}
 	}
 	limit := c.Int("n")
-	follow := c.Bool("follow")
-	if follow && (c.Bool("json") || c.NArg() > 0) {
+	follow, asJSON, oneline := c.Bool("follow"), c.Bool("json"), c.Bool("oneline")
+	if follow && (asJSON || c.NArg() > 0) {
 		return usagef("log --follow follows HEAD, printing as it goes: no REV, no --json")
 	}
 	return e.withRepoRead(func(r *repo.Repo) error {
@@ -59,7 +59,7 @@ func (e *env) runLog(c *cli.Context) error {
 				continue
 			}
 			n++
-			if c.Bool("json") {
+			if asJSON {
 				j, err := e.logJSON(r, le)
 				if err != nil {
 					return err
@@ -67,19 +67,19 @@ func (e *env) runLog(c *cli.Context) error {
 				out = append(out, j)
 				continue
 			}
-			e.printLogEntry(le, c.Bool("oneline"), n, head.Commit)
+			e.printLogEntry(le, oneline, n, head.Commit)
 			if len(le.Cut) > 0 {
-				e.printCut(cp, c.Bool("oneline"))
+				e.printCut(cp, oneline)
 			}
 		}
-		if c.Bool("json") {
+		if asJSON {
 			if out == nil {
 				out = []logJSON{}
 			}
 			return e.writeJSON(out)
 		}
 		if follow {
-			return e.followLog(r, head.Commit, path, c.Bool("oneline"), n)
+			return e.followLog(r, head.Commit, path, oneline, n)
 		}
 		return nil
 	})
