@@ -528,6 +528,7 @@ type Fetched struct {
 	Ref      Ref
 	Receipts []byte // the packs' receipt lines, NDJSON, in the manifest's order
 	Lines    int    // receipt lines
+	Skipped  int    // packs not fetched: the store held their heads already
 }
 
 // Fetch reads agent's published history into the store, pack by pack in the
@@ -536,7 +537,8 @@ type Fetched struct {
 // as cut), reads and checks the packs' receipt lines, checks the result
 // against the manifest (the head, its tree and bundle hash), and records the
 // cut links in the agent's checkpoint. It moves no HEAD and writes no
-// receipt; Restore does both. A refused pack leaves the blocks of the packs
+// receipt; Restore does both. A pack whose head the store already holds is
+// not fetched (its receipts are). A refused pack leaves the blocks of the packs
 // before it stored but unreferenced (gc removes them).
 func (s *Shipper) Fetch(ctx context.Context, agent string, trusted []ed25519.PublicKey) (*Fetched, error) {
 	m, ref, err := s.Published(ctx, agent, trusted)
@@ -553,18 +555,27 @@ func (s *Shipper) Fetch(ctx context.Context, agent string, trusted []ed25519.Pub
 				links = append(links, repo.CutLink{Commit: l.Commit, Parents: []objects.CID{par}})
 			}
 		}
-		car, err := s.getSealed(ctx, p.Blob, p.SHA256, p.Size)
-		if err != nil {
-			return nil, fmt.Errorf("pack %d: %w", i+1, err)
-		}
-		imp, err := snapshot.ReadCAR(ctx, bytes.NewReader(car), s.Repo.Blocks, snapshot.CAROptions{
-			Cut: func(child, parent objects.CID) bool { return cuts[[2]objects.CID{child, parent}] },
-		})
-		if err != nil {
-			return nil, fmt.Errorf("pack %d (in the manifest's order): %w", i+1, err)
-		}
-		if imp.Root != p.Head || imp.Blocks != p.Blocks {
-			return nil, fmt.Errorf("%w: pack %d holds %d blocks under %s, the manifest says %d under %s", ErrBadPack, i+1, imp.Blocks, imp.Root.Short(), p.Blocks, p.Head.Short())
+		// A pack whose head the store holds is not fetched: a store that
+		// holds a commit holds its history, so a restore over an earlier
+		// one reads only the packs pushed since.
+		if have, err := s.Repo.Blocks.Has(ctx, p.Head); err != nil {
+			return nil, err
+		} else if have {
+			f.Skipped++
+		} else {
+			car, err := s.getSealed(ctx, p.Blob, p.SHA256, p.Size)
+			if err != nil {
+				return nil, fmt.Errorf("pack %d: %w", i+1, err)
+			}
+			imp, err := snapshot.ReadCAR(ctx, bytes.NewReader(car), s.Repo.Blocks, snapshot.CAROptions{
+				Cut: func(child, parent objects.CID) bool { return cuts[[2]objects.CID{child, parent}] },
+			})
+			if err != nil {
+				return nil, fmt.Errorf("pack %d (in the manifest's order): %w", i+1, err)
+			}
+			if imp.Root != p.Head || imp.Blocks != p.Blocks {
+				return nil, fmt.Errorf("%w: pack %d holds %d blocks under %s, the manifest says %d under %s", ErrBadPack, i+1, imp.Blocks, imp.Root.Short(), p.Blocks, p.Head.Short())
+			}
 		}
 		if rb := p.Receipts; rb != nil {
 			nd, err := s.getSealed(ctx, rb.Blob, rb.SHA256, rb.Size)
@@ -612,6 +623,7 @@ type Restored struct {
 	Integration repo.Integration
 	Receipts    int // receipt lines added to the tape
 	Operators   int // operator keys recorded
+	Fetched     int // packs fetched (the others' heads were in the store)
 }
 
 // Restore rebuilds agent's history from its published manifest (Fetch),
@@ -631,7 +643,7 @@ func (s *Shipper) Restore(ctx context.Context, agent string, trusted []ed25519.P
 	if _, err := tape.SplitNDJSON(f.Receipts); err != nil {
 		return nil, err
 	}
-	res := &Restored{Manifest: m, Ref: f.Ref}
+	res := &Restored{Manifest: m, Ref: f.Ref, Fetched: len(m.Packs) - f.Skipped}
 	if res.Integration, err = s.Repo.Integrate(ctx, agent, m.Head, o.FFOnly, refs.OpRestore, "restore --history "+string(f.Ref.Blob)); err != nil {
 		return res, err
 	}

@@ -314,10 +314,24 @@ func TestReceiptsAndOperatorsTravel(t *testing.T) {
 	if !slices.Equal(logOf(t, dst), logOf(t, f.src)) {
 		t.Fatal("the restored log differs")
 	}
-	// Again: up to date, nothing added.
+	// Again: up to date, nothing added, no pack fetched.
 	res, err = sh(dst).Restore(ctx, "lumen", []ed25519.PublicKey{pub}, history.RestoreOptions{})
-	if err != nil || res.Integration.Outcome != "up to date" || res.Receipts != 0 {
+	if err != nil || res.Integration.Outcome != "up to date" || res.Receipts != 0 || res.Fetched != 0 {
 		t.Fatalf("second restore: %+v %v", res, err)
+	}
+	// One more push: a restore over the earlier one fetches only its pack
+	// and fast-forwards, as a pull does.
+	put(t, f.src, "k", "after")
+	receipt(t, f.src, 7)
+	if _, err := sh(f.src).Push(ctx, "lumen", f.operator); err != nil {
+		t.Fatal(err)
+	}
+	res, err = sh(dst).Restore(ctx, "lumen", []ed25519.PublicKey{pub}, history.RestoreOptions{FFOnly: true})
+	if err != nil || res.Integration.Outcome != "fast-forward" || res.Fetched != 1 || res.Receipts != 1 {
+		t.Fatalf("incremental restore: %+v %v", res, err)
+	}
+	if !slices.Equal(logOf(t, dst), logOf(t, f.src)) {
+		t.Fatal("the log differs after the incremental restore")
 	}
 }
 

@@ -129,7 +129,7 @@ func (e *env) restoreHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline)
 		return e.writeJSON(res)
 	}
 	m := res.Manifest
-	fmt.Fprintf(e.stdout, "restored %s's history from manifest %s: %d packs, HEAD %s (%s), tree %s, bundle %s, %d receipts re-ingested, %d operator keys recorded\n",
-		e.agent, res.Ref.Blob, len(m.Packs), m.Head.Short(), res.Integration.Outcome, m.Tree, m.BundleHash, res.Receipts, res.Operators)
+	fmt.Fprintf(e.stdout, "restored %s's history from manifest %s: %d packs (%d fetched), HEAD %s (%s), tree %s, bundle %s, %d receipts re-ingested, %d operator keys recorded\n",
+		e.agent, res.Ref.Blob, len(m.Packs), res.Fetched, m.Head.Short(), res.Integration.Outcome, m.Tree, m.BundleHash, res.Receipts, res.Operators)
 	return nil
 }
