@@ -46,7 +46,7 @@ func vector(t *testing.T) *history.Manifest {
 		BundleHash: "0x0a20b156cb1063bf8063d8115a1a08207597c0089962b52743ee79305df83cd0",
 		Packs: []history.Pack{
 			{Blob: blobOf("pack 1"), SHA256: sumOf("pack 1 bytes"), Size: 5211, Head: first, Blocks: 10,
-				Cuts: []repo.CutLink{{Commit: cid("bafyreihirfn7ss5ztnpmu6wyhsnkwzbimxpz7ojfhpd5jc6xocbtxkfb3u"), Parents: []objects.CID{cid("bafyreiebntxhufbu4k4zl3ahqqobpr2ufbjdhjgocpbzuzzxl4ovtd2sgm")}}},
+				Cuts:     []repo.CutLink{{Commit: cid("bafyreihirfn7ss5ztnpmu6wyhsnkwzbimxpz7ojfhpd5jc6xocbtxkfb3u"), Parents: []objects.CID{cid("bafyreiebntxhufbu4k4zl3ahqqobpr2ufbjdhjgocpbzuzzxl4ovtd2sgm")}}},
 				Receipts: &history.ReceiptBlob{Blob: blobOf("receipts 1"), SHA256: sumOf("receipts 1 bytes"), Size: 1020, Lines: 2}},
 			{Blob: blobOf("pack 2"), SHA256: sumOf("pack 2 bytes"), Size: 687, Head: head, Blocks: 4},
 		},
