@@ -6,8 +6,9 @@
 // replaces itself with the engine (agentstate-engine), which opens the store
 // itself or goes through a server's repository API.
 //
-// It imports only the standard library, drpc and internal/rpcwire: every
-// package linked here is start-up time paid by every command.
+// It imports only the standard library, drpc's wire and error packages and
+// internal/rpcwire/execwire: every package linked here is start-up time paid
+// by every command.
 package front
 
 import (
@@ -20,7 +21,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/agentstate/agentstate/internal/rpcwire"
+	"github.com/agentstate/agentstate/internal/rpcwire/execwire"
 	"storj.io/drpc/drpcerr"
 	"storj.io/drpc/drpcwire"
 )
@@ -98,7 +99,7 @@ func servedSocket(args []string) string {
 			dir = parent
 		}
 	}
-	return filepath.Join(store, rpcwire.SocketName)
+	return filepath.Join(store, execwire.SocketName)
 }
 
 // fdConn is a connected socket used with plain system calls: no network
@@ -144,7 +145,7 @@ func (c fdConn) Close() error {
 }
 
 func dial(sock string) (fdConn, error) {
-	addr, release, err := rpcwire.SocketAddr(sock)
+	addr, release, err := execwire.SocketAddr(sock)
 	if err != nil {
 		return fdConn{}, errNotServed
 	}
@@ -187,7 +188,7 @@ func execOn(sock string, args []string) (int, error) {
 	// library, whose first use in a process costs a tenth of a command.
 	// The connection is never closed politely: the process exits right after
 	// the answer, and the kernel closes the socket (the server sees EOF).
-	start := rpcwire.ExecStart{Args: args, StdoutTTY: isTerminal(1)}
+	start := execwire.ExecStart{Args: args, StdoutTTY: isTerminal(1)}
 	start.Dir, _ = os.Getwd()
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -196,13 +197,13 @@ func execOn(sock string, args []string) (int, error) {
 		}
 	}
 	st := &wireStream{w: drpcwire.NewWriter(c, 64<<10)}
-	if err := st.send(drpcwire.KindInvoke, []byte(rpcwire.RPCExec)); err != nil {
+	if err := st.send(drpcwire.KindInvoke, []byte(execwire.RPCExec)); err != nil {
 		return 0, errNotServed
 	}
 	if err := st.send(drpcwire.KindMessage, start.AppendCBOR(nil)); err != nil {
 		return 0, errNotServed // the server went away before taking the command
 	}
-	rd := drpcwire.NewReaderWithOptions(c, drpcwire.ReaderOptions{MaximumBufferSize: rpcwire.MaxMessage})
+	rd := drpcwire.NewReaderWithOptions(c, drpcwire.ReaderOptions{MaximumBufferSize: execwire.MaxMessage})
 	// Stdin is read when the command asks for it, on a goroutine of its own:
 	// the command's output keeps flowing while a read waits (an interactive
 	// protocol, such as 'agentstate mcp', answers before it reads again).
@@ -228,7 +229,7 @@ func execOn(sock string, args []string) (int, error) {
 			}
 		}
 		if err != nil {
-			if code := drpcerr.Code(err); code == rpcwire.CodeNoExec || (!started && code == 0 && isGone(err)) {
+			if code := drpcerr.Code(err); code == execwire.CodeNoExec || (!started && code == 0 && isGone(err)) {
 				return 0, errNotServed
 			}
 			if started {
@@ -236,7 +237,7 @@ func execOn(sock string, args []string) (int, error) {
 			}
 			return 1, errors.New("the server refused the command: " + err.Error())
 		}
-		m, err := rpcwire.DecodeExecOut(pkt.Data)
+		m, err := execwire.DecodeExecOut(pkt.Data)
 		if err != nil {
 			return 1, errors.New("the server sent a message that does not decode: " + err.Error())
 		}
@@ -268,7 +269,7 @@ func readStdin(st *wireStream, wants <-chan int) {
 	for want := range wants {
 		buf := make([]byte, min(want, 1<<20))
 		n, rerr := os.Stdin.Read(buf)
-		in := rpcwire.ExecIn{Data: buf[:n], EOF: rerr != nil && n == 0}
+		in := execwire.ExecIn{Data: buf[:n], EOF: rerr != nil && n == 0}
 		if st.send(drpcwire.KindMessage, in.AppendCBOR(nil)) != nil {
 			return // the main loop sees the stream end
 		}

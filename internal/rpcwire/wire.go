@@ -4,25 +4,26 @@
 // message is one CBOR map with small integer keys (github.com/fxamacker/cbor,
 // decoded with limits). docs/service.md is the normative description.
 //
-// The package imports nothing heavy on purpose: the agentstate command links
-// it, and a command that a server runs must start as fast as a hello-world
-// program.
+// What the agentstate front end needs (the socket, the Exec RPC and its
+// messages) is in package execwire, which links nothing but the standard
+// library; this package re-exports it.
 package rpcwire
 
 import (
 	"errors"
 
+	"github.com/agentstate/agentstate/internal/rpcwire/execwire"
 	"github.com/fxamacker/cbor/v2"
 	"storj.io/drpc"
 )
 
 // SocketName is the Unix socket a server listens on, inside the store directory.
-const SocketName = "agentstate.sock"
+const SocketName = execwire.SocketName
 
 // MaxMessage bounds one message either way (drpc's reader refuses more).
 // Clients split block uploads so that a message stays under MaxBatch.
 const (
-	MaxMessage = 16 << 20
+	MaxMessage = execwire.MaxMessage
 	MaxBatch   = 4 << 20
 )
 
@@ -49,7 +50,7 @@ const (
 	RPCGC          = "/agentstate.v1/GC"
 	RPCForget      = "/agentstate.v1/Forget"
 	RPCAdoptCuts   = "/agentstate.v1/AdoptCuts"
-	RPCExec        = "/agentstate.v1/Exec" // bidirectional stream
+	RPCExec        = execwire.RPCExec // bidirectional stream
 )
 
 // Writes lists the RPCs a read-only token may not call.
@@ -60,14 +61,14 @@ var Writes = map[string]bool{
 // Error codes carried with an RPC's error (drpcerr). A client maps them back
 // to the sentinel errors of the packages the calls mirror.
 const (
-	CodeNotFound     = 100 // objects.ErrNotFound
-	CodeSwapped      = 101 // refs.ErrSwapped
-	CodeUnauthorized = 102 // missing or wrong token
-	CodeReadOnly     = 103 // a write with a read-only token
-	CodeBadRequest   = 104 // malformed request
-	CodeDiskFull     = 105 // the server's disk is full
-	CodeNoExec       = 106 // this server does not run command lines
-	CodeUnknown      = 107 // unknown RPC
+	CodeNotFound     = 100                 // objects.ErrNotFound
+	CodeSwapped      = 101                 // refs.ErrSwapped
+	CodeUnauthorized = 102                 // missing or wrong token
+	CodeReadOnly     = 103                 // a write with a read-only token
+	CodeBadRequest   = 104                 // malformed request
+	CodeDiskFull     = 105                 // the server's disk is full
+	CodeNoExec       = execwire.CodeNoExec // this server does not run command lines
+	CodeUnknown      = 107                 // unknown RPC
 )
 
 // Token is the metadata key of the bearer token (TCP listeners).
@@ -126,33 +127,18 @@ type Status struct {
 	Version string   `cbor:"8,keyasint,omitempty"`
 }
 
-// ExecStart opens an Exec stream: the command line and the client's
-// surroundings, which the server uses in place of its own.
-type ExecStart struct {
-	Args      []string `cbor:"1,keyasint"`
-	Dir       string   `cbor:"2,keyasint"`
-	Env       []string `cbor:"3,keyasint,omitempty"` // KEY=VALUE, only what the command reads
-	StdoutTTY bool     `cbor:"4,keyasint,omitempty"`
-	Width     int      `cbor:"5,keyasint,omitempty"`
-}
+// The Exec messages live in execwire, which the front end links alone.
+type (
+	ExecStart = execwire.ExecStart
+	ExecIn    = execwire.ExecIn
+	ExecOut   = execwire.ExecOut
+)
 
-// ExecIn is a client's message after ExecStart: stdin bytes the server asked
-// for, or EOF.
-type ExecIn struct {
-	Data []byte `cbor:"1,keyasint,omitempty"`
-	EOF  bool   `cbor:"2,keyasint,omitempty"`
-}
+// DecodeExecOut is execwire.DecodeExecOut (the front end's codec).
+func DecodeExecOut(b []byte) (ExecOut, error) { return execwire.DecodeExecOut(b) }
 
-// ExecOut is a server's message on an Exec stream: output on stream 1
-// (stdout) or 2 (stderr), a request for up to Want bytes of stdin, or the
-// exit code (Done).
-type ExecOut struct {
-	Stream int    `cbor:"1,keyasint,omitempty"`
-	Data   []byte `cbor:"2,keyasint,omitempty"`
-	Want   int    `cbor:"3,keyasint,omitempty"`
-	Done   bool   `cbor:"4,keyasint,omitempty"`
-	Code   int    `cbor:"5,keyasint,omitempty"`
-}
+// SocketAddr is execwire.SocketAddr.
+func SocketAddr(p string) (string, func(), error) { return execwire.SocketAddr(p) }
 
 // Encoding is the drpc encoding of every message.
 var Encoding drpc.Encoding = codec{}
@@ -189,16 +175,13 @@ func (codec) Marshal(m drpc.Message) ([]byte, error) { return encMode.Marshal(m)
 
 func (codec) Unmarshal(b []byte, m drpc.Message) error {
 	if err := decMode.Unmarshal(b, m); err != nil {
-		return ErrMalformed{err}
+		return ErrMalformed{Err: err}
 	}
 	return nil
 }
 
 // ErrMalformed is a message that does not decode.
-type ErrMalformed struct{ Err error }
-
-func (e ErrMalformed) Error() string { return "malformed message: " + e.Err.Error() }
-func (e ErrMalformed) Unwrap() error { return e.Err }
+type ErrMalformed = execwire.ErrMalformed
 
 // IsMalformed reports whether err is a message that did not decode.
 func IsMalformed(err error) bool {

@@ -1,4 +1,4 @@
-package rpcwire
+package execwire
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package rpcwire
+package execwire
 
 import (
 	"encoding/binary"
@@ -12,9 +12,9 @@ import (
 // encoder for a type by reflection on first use (about 0.35 ms, a tenth of a
 // served command), so the front end encodes ExecStart and ExecIn and decodes
 // ExecOut with the functions below instead. They write exactly the bytes
-// Encoding writes (core deterministic CBOR: a map of the non-omitted fields
+// rpcwire.Encoding writes (core deterministic CBOR: a map of the non-omitted fields
 // under their integer keys, in key order) and read a subset of what
-// Encoding reads (definite lengths, no tags, no duplicate or unknown keys,
+// rpcwire.Encoding reads (definite lengths, no tags, no duplicate or unknown keys,
 // the types the fields have); TestExecCodecMatchesLibrary and
 // FuzzDecodeExecOut hold them to it.
 

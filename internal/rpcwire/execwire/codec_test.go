@@ -1,4 +1,4 @@
-package rpcwire
+package execwire_test
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentstate/agentstate/internal/rpcwire"
+	"github.com/agentstate/agentstate/internal/rpcwire/execwire"
 )
 
 func randBytes(r *rand.Rand, max int) []byte {
@@ -50,24 +53,24 @@ func randInt(r *rand.Rand) int {
 func TestExecCodecMatchesLibrary(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	for i := range 5000 {
-		s := ExecStart{Args: randStrings(r), Dir: string(randBytes(r, 40)), Env: randStrings(r), StdoutTTY: r.IntN(2) == 0, Width: randInt(r)}
-		want, err := Encoding.Marshal(&s)
+		s := execwire.ExecStart{Args: randStrings(r), Dir: string(randBytes(r, 40)), Env: randStrings(r), StdoutTTY: r.IntN(2) == 0, Width: randInt(r)}
+		want, err := rpcwire.Encoding.Marshal(&s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := s.AppendCBOR(nil); !bytes.Equal(got, want) {
 			t.Fatalf("ExecStart %d %+v:\nhand    %x\nlibrary %x", i, s, got, want)
 		}
-		in := ExecIn{Data: randBytes(r, 70000), EOF: r.IntN(2) == 0}
-		if want, _ = Encoding.Marshal(&in); !bytes.Equal(in.AppendCBOR(nil), want) {
+		in := execwire.ExecIn{Data: randBytes(r, 70000), EOF: r.IntN(2) == 0}
+		if want, _ = rpcwire.Encoding.Marshal(&in); !bytes.Equal(in.AppendCBOR(nil), want) {
 			t.Fatalf("ExecIn %d: hand %x library %x", i, in.AppendCBOR(nil), want)
 		}
-		out := ExecOut{Stream: randInt(r), Data: randBytes(r, 70000), Want: randInt(r), Done: r.IntN(2) == 0, Code: randInt(r)}
-		enc, err := Encoding.Marshal(&out)
+		out := execwire.ExecOut{Stream: randInt(r), Data: randBytes(r, 70000), Want: randInt(r), Done: r.IntN(2) == 0, Code: randInt(r)}
+		enc, err := rpcwire.Encoding.Marshal(&out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := DecodeExecOut(enc)
+		got, err := execwire.DecodeExecOut(enc)
 		if err != nil {
 			t.Fatalf("ExecOut %d: %v (%x)", i, err, enc)
 		}
@@ -84,19 +87,19 @@ func TestExecCodecMatchesLibrary(t *testing.T) {
 // permissive than the library: what it accepts, the library accepts as the
 // same message.
 func FuzzDecodeExecOut(f *testing.F) {
-	for _, m := range []ExecOut{{}, {Stream: 1, Data: []byte("hi\n")}, {Want: 4096}, {Done: true, Code: 3}, {Stream: 2, Data: bytes.Repeat([]byte{0}, 300)}} {
-		b, _ := Encoding.Marshal(&m)
+	for _, m := range []execwire.ExecOut{{}, {Stream: 1, Data: []byte("hi\n")}, {Want: 4096}, {Done: true, Code: 3}, {Stream: 2, Data: bytes.Repeat([]byte{0}, 300)}} {
+		b, _ := rpcwire.Encoding.Marshal(&m)
 		f.Add(b)
 	}
 	f.Add([]byte{0xa1, 0x04, 0xf4})
 	f.Add([]byte{0xbf, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := DecodeExecOut(b)
+		got, err := execwire.DecodeExecOut(b)
 		if err != nil {
 			return
 		}
-		var lib ExecOut
-		if lerr := Encoding.Unmarshal(b, &lib); lerr != nil {
+		var lib execwire.ExecOut
+		if lerr := rpcwire.Encoding.Unmarshal(b, &lib); lerr != nil {
 			t.Fatalf("hand decoder accepted %x, the library refuses it: %v", b, lerr)
 		}
 		if len(lib.Data) == 0 {
