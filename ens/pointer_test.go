@@ -2,6 +2,7 @@ package ens_test
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"strings"
 	"testing"
@@ -12,20 +13,28 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 )
 
+// ownedName starts a simulated chain with lumen.eth registered to owner, and
+// a client of it; stranger is another funded account.
+func ownedName(t *testing.T) (*enstest.Chain, *ens.Client, *ecdsa.PrivateKey, *ecdsa.PrivateKey) {
+	t.Helper()
+	chain := enstest.NewChain(t)
+	owner, stranger := chain.NewAccount(t), chain.NewAccount(t)
+	chain.Register(t, "lumen.eth", enstest.Address(owner))
+	c, err := ens.Dial(context.Background(), chain.URL, chain.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return chain, c, owner, stranger
+}
+
 // TestWritePointerPair: on the real PublicResolver (simulated chain), the
 // binding and the blob id are set together in one multicall transaction; an
 // unchanged pair sends nothing; a signer the resolver does not authorise is
 // refused with both records unchanged.
 func TestWritePointerPair(t *testing.T) {
 	ctx := context.Background()
-	chain := enstest.NewChain(t)
-	owner, stranger := chain.NewAccount(t), chain.NewAccount(t)
-	chain.Register(t, "lumen.eth", enstest.Address(owner))
-	c, err := ens.Dial(ctx, chain.URL, chain.Registry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	chain, c, owner, stranger := ownedName(t)
 
 	if _, _, err := c.ReadPointerPair(ctx, "lumen.eth"); !errors.Is(err, ens.ErrNoRecord) {
 		t.Fatalf("no records: %v", err)
@@ -83,14 +92,7 @@ func TestWritePointerPair(t *testing.T) {
 // record that does not parse is refused on read.
 func TestHistoryPointer(t *testing.T) {
 	ctx := context.Background()
-	chain := enstest.NewChain(t)
-	owner, stranger := chain.NewAccount(t), chain.NewAccount(t)
-	chain.Register(t, "lumen.eth", enstest.Address(owner))
-	c, err := ens.Dial(ctx, chain.URL, chain.Registry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	chain, c, owner, stranger := ownedName(t)
 	names := func(string) (string, error) { return "lumen.eth", nil }
 	p := ens.HistoryPointer{Client: c, Names: names, Signer: owner}
 	if _, err := p.ReadHistory(ctx, "lumen"); !errors.Is(err, history.ErrNoHistory) {
