@@ -72,7 +72,9 @@ type Options struct {
 	// killed process loses nothing that returned (the OS holds it), but a
 	// power failure may lose the latest writes; it never tears a write.
 	Sync bool
-	// InMemory keeps everything in memory (tests).
+	// InMemory makes Create build an ephemeral store, in a private
+	// directory under /dev/shm (else the temporary directory) that Close
+	// removes (tests, benchmarks, short-lived runtimes).
 	InMemory bool
 	// ReadOnly opens without taking the write lock. Not combinable with a
 	// concurrent writer in another process (Badger refuses). A read-only
@@ -88,14 +90,47 @@ type Options struct {
 type Store struct {
 	db      *badger.DB
 	lock    *os.File     // the held LockFile (nil in memory)
-	dir     string       // "" when in memory or read-only: no space checks, no mode fixes
+	dir     string       // "" when read-only: no space checks, no mode fixes
 	pending atomic.Int64 // bytes written (or replayed) that may still be flushed into a table
+	remove  string       // an ephemeral store's directory, removed on Close
+}
+
+// ephemeralDir makes the private directory of an in-memory store: under
+// /dev/shm (memory) where it is a writable directory, else the system's
+// temporary directory. (Badger's own in-memory mode cannot hold values of
+// its maximum value threshold, 1 MiB, or more, and agentstate's raw values
+// reach exactly that size; one mechanism, the ordinary store, serves both.)
+func ephemeralDir() (string, error) {
+	for _, base := range []string{"/dev/shm", os.TempDir()} {
+		if fi, err := os.Stat(base); err != nil || !fi.IsDir() {
+			continue
+		}
+		if d, err := os.MkdirTemp(base, "agentstate-mem-*"); err == nil {
+			return filepath.Join(d, "store"), nil
+		}
+	}
+	return "", errors.New("store: no directory for an in-memory store (/dev/shm and the temporary directory are not writable)")
 }
 
 // Create initialises a new store in dir (created if missing; must be empty
-// or absent) and opens it.
+// or absent) and opens it. With opts.InMemory dir is ignored: the store is
+// ephemeral (see ephemeralDir) and goes away on Close.
 func Create(dir string, opts Options) (*Store, error) {
-	if !opts.InMemory {
+	if opts.InMemory {
+		tmp, err := ephemeralDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.InMemory = false
+		s, err := Create(tmp, opts)
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, err
+		}
+		s.remove = tmp
+		return s, nil
+	}
+	{
 		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 			return nil, fmt.Errorf("store: %s is not empty", dir)
 		}
@@ -127,10 +162,11 @@ func Create(dir string, opts Options) (*Store, error) {
 
 // Open opens an existing store.
 func Open(dir string, opts Options) (*Store, error) {
-	if !opts.InMemory {
-		if !IsStoreDir(dir) {
-			return nil, fmt.Errorf("%w: %s (run 'agentstate init' to create one)", ErrNotStore, dir)
-		}
+	if opts.InMemory {
+		return nil, errors.New("store: an in-memory store is created (Create), not opened")
+	}
+	if !IsStoreDir(dir) {
+		return nil, fmt.Errorf("%w: %s (run 'agentstate init' to create one)", ErrNotStore, dir)
 	}
 	s, err := open(dir, opts)
 	if err != nil {
@@ -193,9 +229,7 @@ func open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	var use diskUse
-	if opts.InMemory {
-		bo = bo.WithDir("").WithValueDir("").WithInMemory(true)
-	} else if writable {
+	if writable {
 		var err error
 		if use, err = readDiskUse(dir); err != nil {
 			return fail(err)
@@ -316,6 +350,9 @@ func (s *Store) Close() error {
 	}
 	if s.lock != nil {
 		s.lock.Close() // releases the flock
+	}
+	if s.remove != "" {
+		os.RemoveAll(filepath.Dir(s.remove))
 	}
 	return err
 }

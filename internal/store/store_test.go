@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -67,5 +68,45 @@ func TestOpenAfterEmptyLogFiles(t *testing.T) {
 	defer s.Close()
 	if got, err := s.Get(context.Background(), b.CID); err != nil || string(got) != "kept" {
 		t.Fatalf("Get after reopen: %q %v", got, err)
+	}
+}
+
+// An in-memory store holds blocks of every size a value can have (a raw
+// value of exactly 1 MiB included, which Badger's own in-memory mode cannot
+// hold), and leaves nothing behind when closed.
+func TestInMemoryStore(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Create("", store.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []objects.Block
+	for _, n := range []int{1, 256 << 10, 300 << 10, objects.ChunkThreshold} {
+		blocks = append(blocks, objects.NewValue(bytes.Repeat([]byte{byte(n)}, n)))
+	}
+	if err := s.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		got, err := s.Get(ctx, b.CID)
+		if err != nil || !bytes.Equal(got, b.Data) {
+			t.Fatalf("block of %d bytes: %d bytes, %v", len(b.Data), len(got), err)
+		}
+	}
+	before, _ := filepath.Glob(filepath.Join("/dev/shm", "agentstate-mem-*"))
+	before2, _ := filepath.Glob(filepath.Join(os.TempDir(), "agentstate-mem-*"))
+	if len(before)+len(before2) == 0 {
+		t.Fatal("no ephemeral directory while the store is open")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := filepath.Glob(filepath.Join("/dev/shm", "agentstate-mem-*"))
+	after2, _ := filepath.Glob(filepath.Join(os.TempDir(), "agentstate-mem-*"))
+	if len(after)+len(after2) >= len(before)+len(before2) {
+		t.Fatalf("the ephemeral directory outlived Close: %v %v", after, after2)
+	}
+	if _, err := store.Open("", store.Options{InMemory: true}); err == nil {
+		t.Fatal("an in-memory store opened")
 	}
 }
