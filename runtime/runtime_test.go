@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -490,5 +492,52 @@ func TestCloseRefusesNewWork(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A new version of a large value stores only the chunks the old version did
+// not have, and both versions read back whole; verify walks every value.
+func TestPutNewVersionOfALargeValue(t *testing.T) {
+	ctx := context.Background()
+	rt, err := Open(ctx, Options{InMemory: true, Signer: testKey("operator")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	v1 := make([]byte, 3<<20)
+	for i := range v1 {
+		v1[i] = byte(rng.Uint32())
+	}
+	v2 := bytes.Clone(v1)
+	for _, i := range []int{1000, 1 << 20, 2 << 20} { // three edits
+		v2[i] ^= 0xff
+	}
+	v2 = append(v2, []byte("and a tail")...)
+	for _, v := range [][]byte{v1, v2} {
+		if _, err := rt.RunTask(ctx, "lumen", Task{ID: fmt.Sprint(len(v))}, func(ctx context.Context, tx *Tx) error {
+			return tx.Put(ctx, "memory.db", v)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rev, want := range map[string][]byte{"HEAD": v2, "HEAD~1": v1} {
+		view, err := rt.View(ctx, "lumen", rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := view.Get(ctx, "memory.db")
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes, %v; want %d bytes", rev, len(got), err, len(want))
+		}
+	}
+	rep, err := rt.repo.Verify(ctx)
+	if err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+	_, blocks := objects.NewFileValue(v2)
+	_, old := objects.NewFileValue(v1)
+	if n := len(rt.unstored(ctx, old[len(old)-1].CID, blocks)); n >= len(blocks)/2 || n == 0 {
+		t.Fatalf("unstored kept %d of %d blocks of the new version", n, len(blocks))
 	}
 }

@@ -180,6 +180,10 @@ func (tx *Tx) Put(ctx context.Context, key string, data []byte) error {
 		return err
 	}
 	v, blocks := objects.NewFileValue(data)
+	old, had, err := tx.tree.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("runtime: put %q: %w", key, err)
+	}
 	changed, err := tx.tree.Put(ctx, key, v)
 	if err != nil {
 		return fmt.Errorf("runtime: put %q: %w", key, err)
@@ -187,7 +191,48 @@ func (tx *Tx) Put(ctx context.Context, key string, data []byte) error {
 	if !changed {
 		return nil
 	}
+	if had && len(blocks) > 1 {
+		blocks = tx.rt.unstored(ctx, old, blocks)
+	}
 	return tx.commitLocked(ctx, "put "+key, map[string]string{"op": "put", "key": key}, blocks...)
+}
+
+// unstored drops from blocks, the blocks of a new version of a chunked
+// value, those the previous version old already stored: a task that
+// rewrites 1% of a large file (a memory database) then has the store look
+// up only the chunks that changed, not every chunk. On any error reading
+// old's nodes it keeps every block (the store looks them up as usual).
+func (rt *Runtime) unstored(ctx context.Context, old objects.CID, blocks []objects.Block) []objects.Block {
+	if old.Codec() != objects.CodecDagCBOR {
+		return blocks
+	}
+	stored := map[objects.CID]struct{}{old: {}}
+	nodes := []objects.CID{old}
+	for len(nodes) > 0 {
+		n := nodes[len(nodes)-1]
+		nodes = nodes[:len(nodes)-1]
+		data, err := rt.repo.Blocks.Get(ctx, n)
+		if err != nil {
+			return blocks
+		}
+		links, err := objects.ChunkLinks(data)
+		if err != nil {
+			return blocks
+		}
+		for _, l := range links {
+			stored[l] = struct{}{}
+			if l.Codec() == objects.CodecDagCBOR {
+				nodes = append(nodes, l)
+			}
+		}
+	}
+	out := blocks[:0:0]
+	for _, b := range blocks {
+		if _, ok := stored[b.CID]; !ok {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Delete removes key. Deleting a key that is not there writes nothing.
