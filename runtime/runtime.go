@@ -32,8 +32,9 @@ type Options struct {
 	// Store is the store directory. It is created and initialised when it
 	// does not exist or is empty.
 	Store string
-	// InMemory keeps the store in memory (tests, benchmarks); Store is
-	// ignored.
+	// InMemory makes the store ephemeral (tests, benchmarks): a private
+	// directory under /dev/shm (else the temporary directory) that Close
+	// removes; Store is ignored.
 	InMemory bool
 	// Sync makes every write durable (fsync) before it returns.
 	Sync bool
