@@ -73,8 +73,9 @@ type Options struct {
 	// power failure may lose the latest writes; it never tears a write.
 	Sync bool
 	// InMemory makes Create build an ephemeral store, in a private
-	// directory under /dev/shm (else the temporary directory) that Close
-	// removes (tests, benchmarks, short-lived runtimes).
+	// directory under /dev/shm when it has 1 GiB free (else the temporary
+	// directory) that Close removes (tests, benchmarks, short-lived
+	// runtimes).
 	InMemory bool
 	// ReadOnly opens without taking the write lock. Not combinable with a
 	// concurrent writer in another process (Badger refuses). A read-only
@@ -95,14 +96,22 @@ type Store struct {
 	remove  string       // an ephemeral store's directory, removed on Close
 }
 
+// minShmFree is the free space /dev/shm must have to hold in-memory stores.
+const minShmFree = 1 << 30
+
 // ephemeralDir makes the private directory of an in-memory store: under
-// /dev/shm (memory) where it is a writable directory, else the system's
-// temporary directory. (Badger's own in-memory mode cannot hold values of
+// /dev/shm (memory) where it is a writable directory with minShmFree bytes
+// free, else the system's temporary directory. (Badger's own in-memory mode cannot hold values of
 // its maximum value threshold, 1 MiB, or more, and agentstate's raw values
 // reach exactly that size; one mechanism, the ordinary store, serves both.)
 func ephemeralDir() (string, error) {
-	for _, base := range []string{"/dev/shm", os.TempDir()} {
+	for i, base := range []string{"/dev/shm", os.TempDir()} {
 		if fi, err := os.Stat(base); err != nil || !fi.IsDir() {
+			continue
+		}
+		// A small /dev/shm (a container's 64 MiB) would soon refuse writes
+		// as a full disk: memory only when there is room.
+		if free, ok, err := freeBytes(base); i == 0 && (err != nil || !ok || free < minShmFree) {
 			continue
 		}
 		if d, err := os.MkdirTemp(base, "agentstate-mem-*"); err == nil {
