@@ -51,6 +51,8 @@ var (
 	ErrUntrusted = errors.New("history: manifest not signed by a trusted operator key")
 	// ErrBadPack: a pack whose bytes or content contradict its manifest.
 	ErrBadPack = errors.New("history: pack contradicts its manifest")
+	// ErrPackTooLarge: a push whose pack would exceed Shipper.MaxPack.
+	ErrPackTooLarge = errors.New("history: pack too large")
 	// ErrNoHistory: no manifest is published for the agent.
 	ErrNoHistory = errors.New("history: no history published")
 )
@@ -310,6 +312,12 @@ type Shipper struct {
 	Blobs   walrus.Store
 	Pointer Pointer
 	Options walrus.StoreOptions
+	// MaxPack bounds the bytes of one pack's CAR (default
+	// snapshot.DefaultCARMaxStaged, what a reader holds in memory while it
+	// checks a pack): a push that would make a larger pack is refused
+	// before anything is uploaded, rather than publishing a history no
+	// reader takes.
+	MaxPack int64
 	// OperatorKeys is the store metadata prefix under which operator keys
 	// trusted for receipts are recorded (runtime.OperatorKeyPrefix): a push
 	// names them in the manifest, a restore records them. "" leaves them
@@ -494,6 +502,13 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 		return nil, err
 	}
 	pack.Blocks = st.Blocks
+	maxPack := s.MaxPack
+	if maxPack <= 0 {
+		maxPack = snapshot.DefaultCARMaxStaged
+	}
+	if st.Bytes > maxPack {
+		return nil, fmt.Errorf("%w: the pack would hold %d MiB, more than a reader takes in one pack (%d MiB); nothing was uploaded", ErrPackTooLarge, st.Bytes>>20, maxPack>>20)
+	}
 	if pack.Blob, pack.SHA256, pack.Size, err = s.putSealed(ctx, car.Bytes()); err != nil {
 		return nil, fmt.Errorf("storing the pack: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -383,5 +384,41 @@ func TestPushCutHistory(t *testing.T) {
 	f.republish(t, &bad, f.operator)
 	if _, err := f.shipper(repo.New(memory.New())).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)}); err == nil {
 		t.Fatal("a pack missing parents its manifest does not name as cut was accepted")
+	}
+}
+
+// A push whose pack would be larger than a reader takes is refused before
+// anything is uploaded, and the published history stays as it was.
+func TestPackTooLarge(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	put(t, f.src, "small", "v")
+	sh := f.shipper(f.src)
+	m1, err := sh.Push(ctx, "lumen", f.operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, f.src, "big", strings.Repeat("x", 64<<10))
+	sh.MaxPack = 32 << 10
+	files := func() int {
+		n := 0
+		filepath.WalkDir(f.blobs.Dir(), func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	before := files()
+	if _, err := sh.Push(ctx, "lumen", f.operator); !errors.Is(err, history.ErrPackTooLarge) {
+		t.Fatalf("push of an oversized pack: %v", err)
+	}
+	if after := files(); after != before {
+		t.Fatalf("a refused push uploaded %d blobs", after-before)
+	}
+	m, _, err := sh.Published(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)})
+	if err != nil || m.Head != m1.Head {
+		t.Fatalf("the published history moved: %v", err)
 	}
 }
