@@ -212,3 +212,52 @@ func CARHeader(roots ...CID) []byte {
 	b = appendText(b, "version")
 	return appendHead(b, majUint, 1)
 }
+
+// ParseCARHeader reads a CAR header map strictly (definite lengths, at most
+// the fields roots, an array of CID links, and version, an unsigned
+// integer, each at most once, nothing after the map) and returns what it
+// holds; which roots and versions to accept, and whether the bytes are the
+// canonical CARHeader, is the caller's to judge. A CARv2 file's pragma
+// ({version: 2}, no roots) reads without error.
+func ParseCARHeader(b []byte) (roots []CID, version uint64, err error) {
+	r := &reader{b: b}
+	n, err := r.expect(majMap)
+	if err != nil {
+		return nil, 0, err
+	}
+	seen := map[string]bool{} // a third field is repeated or unknown: refused
+	for range n {
+		k, err := r.text()
+		if err != nil {
+			return nil, 0, err
+		}
+		if seen[k] {
+			return nil, 0, r.fail("CAR header: field %q twice", k)
+		}
+		seen[k] = true
+		switch k {
+		case "version":
+			if version, err = r.uint(); err != nil {
+				return nil, 0, err
+			}
+		case "roots":
+			nr, err := r.expect(majArray)
+			if err != nil {
+				return nil, 0, err
+			}
+			if nr > 16 {
+				return nil, 0, r.fail("CAR header has %d roots", nr)
+			}
+			for range nr {
+				c, err := r.cid()
+				if err != nil {
+					return nil, 0, err
+				}
+				roots = append(roots, c)
+			}
+		default:
+			return nil, 0, r.fail("CAR header: unexpected field %q (only roots and version)", k)
+		}
+	}
+	return roots, version, r.end()
+}

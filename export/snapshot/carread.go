@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
@@ -338,55 +337,21 @@ func (cr *carReader) full(n int, what string) ([]byte, error) {
 // objects.CARHeader(root) with root a dag-cbor CID. The reading before the
 // comparison only serves to say what is wrong with another header.
 func parseCARHeader(h []byte) (objects.CID, error) {
-	p := &cborCursor{b: h}
-	maj, n, err := p.head()
-	if err != nil || maj != 5 {
-		return objects.CID{}, badCAR(-1, "CAR header is not a DAG-CBOR map")
+	roots, version, err := objects.ParseCARHeader(h)
+	if err != nil {
+		return objects.CID{}, badCAR(-1, "CAR header: %w", err)
 	}
-	if n > 16 {
-		return objects.CID{}, badCAR(-1, "CAR header map has %d fields, want 2 (roots, version)", n)
+	switch {
+	case version == 2:
+		return objects.CID{}, badCAR(-1, "CARv2 is not supported: export a CARv1 file (agentstate export --format car writes one)")
+	case version != 1:
+		return objects.CID{}, badCAR(-1, "CAR header: version %d, want 1", version)
+	case len(roots) != 1:
+		return objects.CID{}, badCAR(-1, "CAR header has %d roots, want exactly 1 (a commit)", len(roots))
 	}
-	var root objects.CID
-	var haveRoots, haveVersion bool
-	for range n {
-		k, err := p.text()
-		if err != nil {
-			return objects.CID{}, badCAR(-1, "CAR header: field name: %w", err)
-		}
-		switch k {
-		case "version":
-			maj, v, err := p.head()
-			if err != nil || maj != 0 {
-				return objects.CID{}, badCAR(-1, "CAR header: version is not an unsigned integer")
-			}
-			if v == 2 {
-				return objects.CID{}, badCAR(-1, "CARv2 is not supported: export a CARv1 file (agentstate export --format car writes one)")
-			}
-			if v != 1 {
-				return objects.CID{}, badCAR(-1, "CAR header: version %d, want 1", v)
-			}
-			haveVersion = true
-		case "roots":
-			maj, nr, err := p.head()
-			if err != nil || maj != 4 {
-				return objects.CID{}, badCAR(-1, "CAR header: roots is not an array")
-			}
-			if nr != 1 {
-				return objects.CID{}, badCAR(-1, "CAR header has %d roots, want exactly 1 (a commit)", nr)
-			}
-			if root, err = p.cid(); err != nil {
-				return objects.CID{}, badCAR(-1, "CAR header: root: %w", err)
-			}
-			if root.Codec() != objects.CodecDagCBOR {
-				return objects.CID{}, badCAR(-1, "CAR root %s is a value (raw), not a commit: %w", root, objects.ErrBadObject)
-			}
-			haveRoots = true
-		default:
-			return objects.CID{}, badCAR(-1, "CAR header: unexpected field %q (only roots and version)", k)
-		}
-	}
-	if !haveRoots || !haveVersion {
-		return objects.CID{}, badCAR(-1, "CAR header lacks roots or version")
+	root := roots[0]
+	if root.Codec() != objects.CodecDagCBOR {
+		return objects.CID{}, badCAR(-1, "CAR root %s is a value (raw), not a commit: %w", root, objects.ErrBadObject)
 	}
 	if !bytes.Equal(h, objects.CARHeader(root)) {
 		return objects.CID{}, badCAR(-1, "CAR header is not canonical (want exactly %x): %w", objects.CARHeader(root), objects.ErrNonCanonical)
@@ -547,85 +512,3 @@ func (v *carView) Put(context.Context, ...objects.Block) error {
 	return errors.New("snapshot: CAR: the check's view is read-only")
 }
 
-// cborCursor reads the few CBOR items of a CAR header, strictly.
-type cborCursor struct {
-	b   []byte
-	off int
-}
-
-func (p *cborCursor) head() (major byte, n uint64, err error) {
-	if p.off >= len(p.b) {
-		return 0, 0, io.ErrUnexpectedEOF
-	}
-	ib := p.b[p.off]
-	p.off++
-	major, info := ib>>5, ib&0x1f
-	need := 0
-	switch {
-	case info < 24:
-		return major, uint64(info), nil
-	case info == 24:
-		need = 1
-	case info == 25:
-		need = 2
-	case info == 26:
-		need = 4
-	case info == 27:
-		need = 8
-	default:
-		return 0, 0, fmt.Errorf("CBOR additional info %d (indefinite lengths are not DAG-CBOR)", info)
-	}
-	if len(p.b)-p.off < need {
-		return 0, 0, io.ErrUnexpectedEOF
-	}
-	for _, c := range p.b[p.off : p.off+need] {
-		n = n<<8 | uint64(c)
-	}
-	p.off += need
-	return major, n, nil
-}
-
-func (p *cborCursor) take(want byte) ([]byte, error) {
-	m, n, err := p.head()
-	if err != nil {
-		return nil, err
-	}
-	if m != want {
-		return nil, fmt.Errorf("CBOR major type %d, want %d", m, want)
-	}
-	if n > uint64(len(p.b)-p.off) {
-		return nil, io.ErrUnexpectedEOF
-	}
-	s := p.b[p.off : p.off+int(n)]
-	p.off += int(n)
-	return s, nil
-}
-
-func (p *cborCursor) text() (string, error) {
-	s, err := p.take(3)
-	if err != nil {
-		return "", err
-	}
-	if !utf8.Valid(s) {
-		return "", errors.New("text is not valid UTF-8")
-	}
-	return string(s), nil
-}
-
-func (p *cborCursor) cid() (objects.CID, error) {
-	m, tag, err := p.head()
-	if err != nil {
-		return objects.CID{}, err
-	}
-	if m != 6 || tag != 42 {
-		return objects.CID{}, errors.New("not a CID (tag 42)")
-	}
-	b, err := p.take(2)
-	if err != nil {
-		return objects.CID{}, err
-	}
-	if len(b) == 0 || b[0] != 0 {
-		return objects.CID{}, errors.New("CID bytes lack the 0x00 prefix")
-	}
-	return objects.CIDFromBytes(b[1:])
-}
