@@ -511,4 +511,3 @@ func (v *carView) Has(ctx context.Context, c objects.CID) (bool, error) {
 func (v *carView) Put(context.Context, ...objects.Block) error {
 	return errors.New("snapshot: CAR: the check's view is read-only")
 }
-
