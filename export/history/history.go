@@ -412,12 +412,19 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// Pushed is what a push left published.
+type Pushed struct {
+	*Manifest
+	Ref   Ref  // the pointer's value: the manifest's blob, sha256 and size
+	Added bool // a pack was added (false: nothing was new; the published manifest)
+}
+
 // Push ships the history of agent's HEAD: one pack of the blocks new since
 // the packs of the published manifest (if its signer is key), with the
 // receipt lines new since, then a new manifest naming every pack in order,
 // signed with key, then the pointer. With nothing new it returns the
 // published manifest and ships nothing.
-func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey) (*Manifest, error) {
+func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey) (*Pushed, error) {
 	h, err := s.Repo.Refs.Head(ctx, agent)
 	if err != nil {
 		return nil, err
@@ -457,14 +464,14 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if err != nil {
 		return nil, err
 	}
-	prev, _, err := s.Published(ctx, agent, []ed25519.PublicKey{key.Public().(ed25519.PublicKey)})
+	prev, prevRef, err := s.Published(ctx, agent, []ed25519.PublicKey{key.Public().(ed25519.PublicKey)})
 	switch {
 	case errors.Is(err, ErrNoHistory):
 	case err != nil:
 		return nil, fmt.Errorf("the published history of %s: %w (push starts a new one only when there is none)", agent, err)
 	default:
 		if prev.Head == h.Commit && reflect.DeepEqual(prev.Receipts, m.Receipts) && slices.Equal(prev.Operators, m.Operators) {
-			return prev, nil // nothing new
+			return &Pushed{Manifest: prev, Ref: prevRef}, nil // nothing new
 		}
 		m.Packs = append(m.Packs, prev.Packs...)
 	}
@@ -531,10 +538,11 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if err != nil {
 		return nil, fmt.Errorf("storing the manifest: %w", err)
 	}
-	if err := s.Pointer.WriteHistory(ctx, agent, Ref{Blob: mid, SHA256: msum, Size: int64(len(body))}); err != nil {
+	ref := Ref{Blob: mid, SHA256: msum, Size: int64(len(body))}
+	if err := s.Pointer.WriteHistory(ctx, agent, ref); err != nil {
 		return nil, fmt.Errorf("publishing the manifest: %w", err)
 	}
-	return m, nil
+	return &Pushed{Manifest: m, Ref: ref, Added: true}, nil
 }
 
 // Fetched is a history Fetch read into the store.

@@ -122,7 +122,7 @@ func TestPushAndRestoreHistory(t *testing.T) {
 	}
 	// Nothing new: the same manifest.
 	m3, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
-	if err != nil || m3.Head != m2.Head || len(m3.Packs) != 2 {
+	if err != nil || m3.Head != m2.Head || len(m3.Packs) != 2 || m3.Added || !m2.Added || m3.Ref != m2.Ref {
 		t.Fatalf("push with nothing new: %+v %v", m3, err)
 	}
 }
@@ -177,12 +177,12 @@ func TestHostileHistory(t *testing.T) {
 			t.Errorf("%s: the store has a HEAD after a refused history", name)
 		}
 	}
-	try("signed by an unknown key", good, key("mallory"), history.ErrUntrusted)
-	lying := *good
+	try("signed by an unknown key", good.Manifest, key("mallory"), history.ErrUntrusted)
+	lying := *good.Manifest
 	lying.Packs = slices.Clone(good.Packs)
 	lying.Packs[1].Blocks++
 	try("a pack that contradicts its manifest", &lying, f.operator, history.ErrBadPack)
-	badSum := *good
+	badSum := *good.Manifest
 	badSum.Packs = slices.Clone(good.Packs)
 	badSum.Packs[0].SHA256 = fmt.Sprintf("%064x", 1)
 	try("a pack whose bytes are not the manifest's", &badSum, f.operator, history.ErrBadPack)
@@ -205,7 +205,7 @@ func TestPacksOutOfOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	swapped := *good
+	swapped := *good.Manifest
 	swapped.Packs = []history.Pack{good.Packs[1], good.Packs[0]}
 	swapped.Head = good.Packs[0].Head
 	f.republish(t, &swapped, f.operator)
@@ -378,7 +378,7 @@ func TestPushCutHistory(t *testing.T) {
 		t.Fatalf("verify: %v %v", err, rep.Problems)
 	}
 	// Without its cuts the pack is refused: a manifest that drops them.
-	bad := *m
+	bad := *m.Manifest
 	bad.Packs = slices.Clone(m.Packs)
 	bad.Packs[0].Cuts = nil
 	f.republish(t, &bad, f.operator)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
@@ -57,20 +56,12 @@ func (e *env) pushHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline) (*
 	if err != nil {
 		return nil, err
 	}
-	before, _, err := s.Published(e.ctx, e.agent, []ed25519.PublicKey{key.Public().(ed25519.PublicKey)})
-	if err != nil && !errors.Is(err, history.ErrNoHistory) {
-		return nil, fmt.Errorf("push --history: %w", err)
-	}
 	m, err := s.Push(e.ctx, e.agent, key)
 	if err != nil {
 		return nil, fmt.Errorf("push --history: %w", err)
 	}
-	ref, err := s.Pointer.ReadHistory(e.ctx, e.agent)
-	if err != nil {
-		return nil, err
-	}
-	out := &historyPushed{Manifest: ref.String(), Head: m.Head.String(), Packs: len(m.Packs), Signer: m.Operator}
-	if before == nil || len(before.Packs) < len(m.Packs) {
+	out := &historyPushed{Manifest: m.Ref.String(), Head: m.Head.String(), Packs: len(m.Packs), Signer: m.Operator}
+	if m.Added {
 		out.Pack = &m.Packs[len(m.Packs)-1]
 	}
 	switch ptr := s.Pointer.(type) {
