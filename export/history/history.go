@@ -482,26 +482,33 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if prev != nil && prev.Receipts != nil && prev.Receipts.Lines <= len(tape) && sha256Hex(ndjson(tape[:prev.Receipts.Lines])) == prev.Receipts.SHA256 {
 		newLines = tape[prev.Receipts.Lines:]
 	}
-	// Blocks the earlier packs carry: everything their heads reach here.
+	// What the earlier packs carry, found without walking the whole
+	// history's trees: the commits their heads reach (the commit graph
+	// only), where the new pack's walk stops, and the blocks of the heads'
+	// own trees, which it leaves out. (A block of an older tree that comes
+	// back is sent again: a reader stores it once.)
 	var heads []objects.CID
 	for _, p := range m.Packs {
 		heads = append(heads, p.Head)
 	}
+	oldCommits, err := s.commitsOf(ctx, heads, lo)
+	if err != nil {
+		return nil, err
+	}
 	had := dag.Reach{}
 	if len(heads) > 0 {
-		if had, _, err = dag.Walk(ctx, s.Repo.Blocks, heads, dag.WalkOptions{Cut: lo.Cut, Gone: lo.Gone}); err != nil {
+		all := func(objects.CID, objects.CID) bool { return true } // the heads and their trees
+		if had, _, err = dag.Walk(ctx, s.Repo.Blocks, heads, dag.WalkOptions{Cut: all}); err != nil {
 			return nil, err
 		}
 	}
 	pack := Pack{Head: h.Commit}
 	cut := func(child, parent objects.CID) bool {
-		if lo.Cut == nil || !lo.Cut(child, parent) {
-			return false
-		}
-		if _, old := had[child]; !old {
+		if lo.Cut != nil && lo.Cut(child, parent) {
 			pack.Cuts = append(pack.Cuts, repo.CutLink{Commit: child, Parents: []objects.CID{parent}})
+			return true
 		}
-		return true
+		return oldCommits[parent]
 	}
 	var car bytes.Buffer
 	st, err := snapshot.WriteCARSince(ctx, &car, s.Repo.Blocks, h.Commit, cut, func(c objects.CID) bool { _, ok := had[c]; return ok })
@@ -543,6 +550,40 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 		return nil, fmt.Errorf("publishing the manifest: %w", err)
 	}
 	return &Pushed{Manifest: m, Ref: ref, Added: true}, nil
+}
+
+// commitsOf returns the commits heads reach, following parent links the
+// agent's history keeps (lo: not across its cuts, and not to a missing
+// parent behind any checkpoint).
+func (s *Shipper) commitsOf(ctx context.Context, heads []objects.CID, lo dag.LogOptions) (map[objects.CID]bool, error) {
+	seen := map[objects.CID]bool{}
+	stack := slices.Clone(heads)
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		cm, err := s.Repo.Commit(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range cm.Parents {
+			if lo.Cut != nil && lo.Cut(c, p) {
+				continue
+			}
+			if lo.Gone != nil && lo.Gone(c, p) {
+				if ok, err := s.Repo.Blocks.Has(ctx, p); err != nil {
+					return nil, err
+				} else if !ok {
+					continue
+				}
+			}
+			stack = append(stack, p)
+		}
+	}
+	return seen, nil
 }
 
 // Fetched is a history Fetch read into the store.
