@@ -609,6 +609,11 @@ func (s *Shipper) Fetch(ctx context.Context, agent string, trusted []ed25519.Pub
 	if err != nil {
 		return nil, err
 	}
+	return s.fetch(ctx, agent, m, ref)
+}
+
+// fetch is Fetch of a published manifest already read and verified.
+func (s *Shipper) fetch(ctx context.Context, agent string, m *Manifest, ref Ref) (*Fetched, error) {
 	f := &Fetched{Manifest: m, Ref: ref}
 	cuts := map[[2]objects.CID]bool{}
 	var links []repo.CutLink
@@ -696,13 +701,16 @@ type Restored struct {
 // OperatorKeys set, records the manifest's signer and operators as trusted
 // for receipts. Nothing moves unless every pack was read and checked.
 func (s *Shipper) Restore(ctx context.Context, agent string, trusted []ed25519.PublicKey, o RestoreOptions) (*Restored, error) {
-	f, err := s.Fetch(ctx, agent, trusted)
+	m, ref, err := s.Published(ctx, agent, trusted)
 	if err != nil {
 		return nil, err
 	}
-	m := f.Manifest
-	if o.Expect != "" && !strings.EqualFold(o.Expect, m.BundleHash) {
-		return nil, fmt.Errorf("history: refusing manifest %s: its bundle hash is %s, expected %s", f.Ref.Blob, m.BundleHash, o.Expect)
+	if o.Expect != "" && !strings.EqualFold(o.Expect, m.BundleHash) { // before any pack is fetched
+		return nil, fmt.Errorf("history: refusing manifest %s: its bundle hash is %s, expected %s", ref.Blob, m.BundleHash, o.Expect)
+	}
+	f, err := s.fetch(ctx, agent, m, ref)
+	if err != nil {
+		return nil, err
 	}
 	res := &Restored{Manifest: m, Ref: f.Ref, Fetched: len(m.Packs) - f.Skipped}
 	if res.Integration, err = s.Repo.Integrate(ctx, agent, m.Head, o.FFOnly, refs.OpRestore, "restore --history "+string(f.Ref.Blob)); err != nil {
