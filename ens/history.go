@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/export/history"
+	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/walrus"
 )
 
@@ -81,4 +82,7 @@ func (p HistoryPointer) Preflight(ctx context.Context, agent string) error {
 	return p.Client.CheckSetText(ctx, name, HistoryKey, probe.String(), p.Signer)
 }
 
-var _ history.Pointer = HistoryPointer{}
+var (
+	_ history.Pointer      = HistoryPointer{}
+	_ snapshot.Preflighter = HistoryPointer{} // history.Shipper.Push calls it before uploading
+)

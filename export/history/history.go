@@ -523,6 +523,13 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if st.Bytes > maxPack {
 		return nil, fmt.Errorf("%w: the pack would hold %d MiB, more than a reader takes in one pack (%d MiB); nothing was uploaded", ErrPackTooLarge, st.Bytes>>20, maxPack>>20)
 	}
+	// A pointer that can check the record update first (ENS: the signer
+	// may set the name's record) does so before anything is uploaded.
+	if pf, ok := s.Pointer.(snapshot.Preflighter); ok {
+		if err := pf.Preflight(ctx, agent); err != nil {
+			return nil, fmt.Errorf("%w (nothing was uploaded)", err)
+		}
+	}
 	if pack.Blob, pack.SHA256, pack.Size, err = s.putSealed(ctx, car.Bytes()); err != nil {
 		return nil, fmt.Errorf("storing the pack: %w", err)
 	}

@@ -422,3 +422,33 @@ func TestPackTooLarge(t *testing.T) {
 		t.Fatalf("the published history moved: %v", err)
 	}
 }
+
+// refusingPointer is a pointer whose record update would be refused (an ENS
+// signer the resolver does not authorise: ens.HistoryPointer.Preflight).
+type refusingPointer struct{ history.FilePointer }
+
+func (refusingPointer) Preflight(context.Context, string) error {
+	return errors.New("not authorised to set the record")
+}
+
+// A push whose pointer cannot be updated uploads nothing.
+func TestPushPreflight(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	put(t, f.src, "k", "v")
+	sh := f.shipper(f.src)
+	sh.Pointer = refusingPointer{f.ptr}
+	if _, err := sh.Push(ctx, "lumen", f.operator); err == nil || !strings.Contains(err.Error(), "nothing was uploaded") {
+		t.Fatalf("push through a refusing pointer: %v", err)
+	}
+	n := 0
+	filepath.WalkDir(f.blobs.Dir(), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	if n != 0 {
+		t.Fatalf("%d blobs uploaded", n)
+	}
+}
