@@ -209,6 +209,7 @@ func (r *Repo) AdoptCuts(ctx context.Context, agent string, links []CutLink) err
 		cp = &Checkpoint{Agent: agent, Time: r.Now(), Policy: "cuts received with a pull"}
 		cp.index()
 	}
+	added := 0
 	for _, l := range links {
 		for _, p := range l.Parents {
 			if cp.IsCut(l.Commit, p) {
@@ -221,7 +222,11 @@ func (r *Repo) AdoptCuts(ctx context.Context, agent string, links []CutLink) err
 			}
 			cp.Cuts = append(cp.Cuts, CutLink{Commit: l.Commit, Parents: []objects.CID{p}})
 			cp.index()
+			added++
 		}
+	}
+	if added == 0 {
+		return nil // nothing new to record: the checkpoint stays as it was (or absent)
 	}
 	data, err := json.Marshal(cp)
 	if err != nil {

@@ -622,3 +622,49 @@ func TestDisconnectMidStreams(t *testing.T) {
 	}
 	unharmed(t, local, c, before)
 }
+
+// AdoptCuts requests that are malformed, too large, name commits the store
+// does not hold, or come with a read-only token are refused and change
+// nothing; a cut link whose parent the store holds is not recorded (it
+// would hide a held commit from walks).
+func TestHostileAdoptCuts(t *testing.T) {
+	ctx := context.Background()
+	local, c := hostileStore(t)
+	sock := remote.SocketPath(local.Dir)
+	before := stateOf(t, local, "lumen")
+	h, err := local.Refs.Head(ctx, "lumen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := local.Commit(ctx, h.Commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent := objects.Sum(objects.CodecDagCBOR, []byte("no such commit"))
+	many := make([]repo.CutLink, 1<<16+1)
+	for i := range many {
+		many[i] = repo.CutLink{Commit: h.Commit, Parents: []objects.CID{absent}}
+	}
+	manyJSON, _ := json.Marshal(many)
+	for name, q := range map[string]*rpcwire.Req{
+		"not JSON":         {Agent: "lumen", Value: []byte("{")},
+		"unknown member":   {Agent: "lumen", Value: []byte(`[{"commit":null,"parents":[],"x":1}]`)},
+		"no parents":       {Agent: "lumen", Value: []byte(`[{"commit":"` + h.Commit.String() + `","parents":[]}]`)},
+		"an absent commit": {Agent: "lumen", Value: []byte(`[{"commit":"` + absent.String() + `","parents":["` + absent.String() + `"]}]`)},
+		"too many links":   {Agent: "lumen", Value: manyJSON},
+		"a bad agent name": {Agent: "../x", Value: []byte(`[]`)},
+	} {
+		_, err := invokeRaw(t, sock, rpcwire.RPCAdoptCuts, "", encode(t, q))
+		wantCode(t, "AdoptCuts with "+name, err, rpcwire.CodeBadRequest)
+	}
+	// A link whose parent the store holds: accepted, nothing recorded.
+	if len(cm.Parents) > 0 {
+		if err := c.AdoptCuts(ctx, "lumen", []repo.CutLink{{Commit: h.Commit, Parents: cm.Parents}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := stateOf(t, local, "lumen"); after != before {
+		t.Fatalf("refused or empty AdoptCuts changed the store:\n%s\nwant:\n%s", after, before)
+	}
+	verifyClean(t, local)
+}
