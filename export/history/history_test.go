@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -450,5 +451,54 @@ func TestPushPreflight(t *testing.T) {
 	})
 	if n != 0 {
 		t.Fatalf("%d blobs uploaded", n)
+	}
+}
+
+// Receipt blobs that contradict their manifest (another line count, bytes
+// that are not the manifest's), and a pointer file that is not a pointer,
+// are refused; the store gets no HEAD and no receipt.
+func TestHostileReceiptsAndPointer(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	put(t, f.src, "k", "v")
+	receipt(t, f.src, 1)
+	receipt(t, f.src, 2)
+	good, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil || good.Packs[0].Receipts == nil {
+		t.Fatalf("push: %+v %v", good, err)
+	}
+	trusted := []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)}
+	for name, edit := range map[string]func(r *history.ReceiptBlob){
+		"a line count that is not the blob's": func(r *history.ReceiptBlob) { r.Lines++ },
+		"a sha256 that is not the blob's":     func(r *history.ReceiptBlob) { r.SHA256 = fmt.Sprintf("%064x", 9) },
+	} {
+		m := *good.Manifest
+		m.Packs = slices.Clone(good.Packs)
+		rb := *m.Packs[0].Receipts
+		edit(&rb)
+		m.Packs[0].Receipts = &rb
+		f.republish(t, &m, f.operator)
+		dst := repo.New(memory.New())
+		if _, err := f.shipper(dst).Restore(ctx, "lumen", trusted, history.RestoreOptions{}); !errors.Is(err, history.ErrBadPack) {
+			t.Errorf("%s: %v, want ErrBadPack", name, err)
+		}
+		if _, err := dst.Refs.Head(ctx, "lumen"); !errors.Is(err, refs.ErrNoAgent) {
+			t.Errorf("%s: a HEAD after a refused restore", name)
+		}
+		if nd, _ := dst.Tape.NDJSON(ctx, "lumen"); len(nd) != 0 {
+			t.Errorf("%s: receipts after a refused restore", name)
+		}
+	}
+	for name, text := range map[string]string{
+		"over 1 KiB":     strings.Repeat("A", 2000),
+		"not a blob id":  "not-a-blob " + strings.Repeat("0", 64) + " 10",
+		"a size of zero": string(good.Ref.Blob) + " " + good.Ref.SHA256 + " 0",
+	} {
+		if err := os.WriteFile(filepath.Join(f.ptr.Dir, "lumen.history"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.ptr.ReadHistory(ctx, "lumen"); !errors.Is(err, history.ErrBadManifest) {
+			t.Errorf("pointer %s: %v, want ErrBadManifest", name, err)
+		}
 	}
 }
