@@ -51,12 +51,9 @@ func (p *pacer) busy() bool {
 }
 
 // admit implements remote.Options.Admit.
-func (p *pacer) admit(ctx context.Context) (func(), error) {
+func (p *pacer) admit(ctx context.Context) error {
 	if p.limit == nil || !p.busy() || p.limit.Allow() {
-		return func() {}, nil
+		return nil
 	}
-	if err := p.limit.Wait(ctx); err != nil {
-		return nil, err
-	}
-	return func() {}, nil
+	return p.limit.Wait(ctx)
 }

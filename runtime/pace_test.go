@@ -14,22 +14,22 @@ func TestPacer(t *testing.T) {
 
 	p := newPacer(20)
 	for i := range 100 {
-		if _, err := p.admit(done); err != nil {
+		if err := p.admit(done); err != nil {
 			t.Fatalf("idle: command %d had to wait: %v", i, err)
 		}
 	}
 	p.taskStart()
 	for i := range 8 {
-		if _, err := p.admit(done); err != nil {
+		if err := p.admit(done); err != nil {
 			t.Fatalf("busy: command %d of the burst had to wait: %v", i, err)
 		}
 	}
-	if _, err := p.admit(done); err == nil {
+	if err := p.admit(done); err == nil {
 		t.Fatal("busy: a ninth command at once was admitted")
 	}
 	start := time.Now()
 	for range 4 {
-		if _, err := p.admit(context.Background()); err != nil {
+		if err := p.admit(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestPacer(t *testing.T) {
 	if p.busy() {
 		t.Fatal("busy a second after the last task")
 	}
-	if _, err := newPacer(-1).admit(done); err != nil {
+	if err := newPacer(-1).admit(done); err != nil {
 		t.Fatalf("no bound: %v", err)
 	}
 }

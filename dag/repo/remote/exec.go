@@ -41,11 +41,9 @@ func (s *Server) exec(ctx context.Context, st drpc.Stream) error {
 		return coded(rpcwire.CodeBadRequest, "a command line and a working directory are required")
 	}
 	if s.opts.Admit != nil {
-		release, err := s.opts.Admit(ctx)
-		if err != nil {
+		if err := s.opts.Admit(ctx); err != nil {
 			return err
 		}
-		defer release()
 	}
 	var mu sync.Mutex // one message at a time on the stream
 	send := func(m *rpcwire.ExecOut) error {

@@ -74,11 +74,11 @@ type Options struct {
 	// process. Never offered on TCP: a command reads and writes the files it
 	// names.
 	Exec ExecFunc
-	// Admit, if set, is called before each command line runs (Exec), and
-	// the release it returns after: a holder uses it to pace command lines
-	// while it is busy (the runtime, while tasks land). An error refuses
-	// the command (the client's context ended while it waited).
-	Admit func(ctx context.Context) (release func(), err error)
+	// Admit, if set, is called before each command line runs (Exec) and
+	// may make it wait: a holder uses it to pace command lines while it is
+	// busy (the runtime, while tasks land). An error refuses the command
+	// (the client's context ended while it waited).
+	Admit func(ctx context.Context) error
 	// Listen is an optional TCP address. A TCP client must present one of
 	// the tokens; ReadTokens allow only reads.
 	Listen     string
