@@ -134,9 +134,6 @@ type (
 	ExecOut   = execwire.ExecOut
 )
 
-// DecodeExecOut is execwire.DecodeExecOut (the front end's codec).
-func DecodeExecOut(b []byte) (ExecOut, error) { return execwire.DecodeExecOut(b) }
-
 // SocketAddr is execwire.SocketAddr.
 func SocketAddr(p string) (string, func(), error) { return execwire.SocketAddr(p) }
 
