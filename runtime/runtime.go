@@ -227,7 +227,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			rt.snap = pipelineSnapshotter{p: p, hist: hist, key: opts.Signer}
 		}
 		if rt.restorer == nil {
-			rt.restorer = pipelineRestorer{p: p, hist: hist, pub: rt.pub}
+			rt.restorer = pipelineRestorer{p: p, hist: hist}
 		}
 	} else if opts.Cipher != nil || opts.Blobs != nil {
 		return fail(fmt.Errorf("runtime: snapshots need both Options.Cipher and Options.Blobs"))

@@ -61,16 +61,17 @@ func (s pipelineSnapshotter) Push(ctx context.Context, agent string, commit obje
 type pipelineRestorer struct {
 	p    *snapshot.Pipeline
 	hist *history.Shipper
-	pub  ed25519.PublicKey
 }
 
 func (s pipelineRestorer) Restore(ctx context.Context, agent string) (RestoreResult, error) {
 	if s.hist != nil {
+		// The operator keys the store trusts, this runtime's among them
+		// (Open records it).
 		trusted, err := TrustedKeys(ctx, s.p.Repo)
 		if err != nil {
 			return RestoreResult{}, err
 		}
-		res, err := s.hist.Restore(ctx, agent, append(trusted, s.pub), history.RestoreOptions{})
+		res, err := s.hist.Restore(ctx, agent, trusted, history.RestoreOptions{})
 		switch {
 		case err == nil:
 			return RestoreResult{Commit: res.Manifest.Head, BundleHash: res.Manifest.BundleHash, BlobID: string(res.Ref.Blob),
