@@ -1,10 +1,9 @@
 package execwire
 
 import (
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
+	"strconv"
 )
 
 // The Exec messages are what every served command encodes and decodes
@@ -75,8 +74,8 @@ var errExecOut = errors.New("not an ExecOut")
 // which no server sends). Errors are ErrMalformed.
 func DecodeExecOut(b []byte) (ExecOut, error) {
 	var m ExecOut
-	bad := func(format string, a ...any) (ExecOut, error) {
-		return ExecOut{}, ErrMalformed{fmt.Errorf("%w: "+format, append([]any{errExecOut}, a...)...)}
+	bad := func(why string) (ExecOut, error) {
+		return ExecOut{}, ErrMalformed{&wrapped{errExecOut, why}}
 	}
 	major, n, rest, ok := cborReadHead(b)
 	if !ok || major != 5 || n > 5 {
@@ -120,10 +119,10 @@ func DecodeExecOut(b []byte) (ExecOut, error) {
 			case vmaj == 1 && v <= math.MaxInt64:
 				x = -1 - int64(v)
 			default:
-				return bad("member %d is not an integer", key)
+				return bad("member " + strconv.FormatUint(key, 10) + " is not an integer")
 			}
 			if int64(int(x)) != x {
-				return bad("member %d overflows int", key)
+				return bad("member " + strconv.FormatUint(key, 10) + " overflows int")
 			}
 			switch key {
 			case 1:
@@ -136,7 +135,7 @@ func DecodeExecOut(b []byte) (ExecOut, error) {
 		}
 	}
 	if len(rest) != 0 {
-		return bad("%d bytes after the map", len(rest))
+		return bad(strconv.Itoa(len(rest)) + " bytes after the map")
 	}
 	return m, nil
 }
@@ -150,11 +149,11 @@ func cborHead(b []byte, major byte, v uint64) []byte {
 	case v <= math.MaxUint8:
 		return append(b, m|24, byte(v))
 	case v <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, m|25), uint16(v))
+		return appendBig(append(b, m|25), v, 2)
 	case v <= math.MaxUint32:
-		return binary.BigEndian.AppendUint32(append(b, m|26), uint32(v))
+		return appendBig(append(b, m|26), v, 4)
 	}
-	return binary.BigEndian.AppendUint64(append(b, m|27), v)
+	return appendBig(append(b, m|27), v, 8)
 }
 
 func cborInt(b []byte, x int64) []byte {
@@ -192,12 +191,38 @@ func cborReadHead(b []byte) (major byte, v uint64, rest []byte, ok bool) {
 		return major, uint64(info), b, true
 	case info == 24 && len(b) >= 1 && b[0] >= 24:
 		return major, uint64(b[0]), b[1:], true
-	case info == 25 && len(b) >= 2 && binary.BigEndian.Uint16(b) > math.MaxUint8:
-		return major, uint64(binary.BigEndian.Uint16(b)), b[2:], true
-	case info == 26 && len(b) >= 4 && binary.BigEndian.Uint32(b) > math.MaxUint16:
-		return major, uint64(binary.BigEndian.Uint32(b)), b[4:], true
-	case info == 27 && len(b) >= 8 && binary.BigEndian.Uint64(b) > math.MaxUint32:
-		return major, binary.BigEndian.Uint64(b), b[8:], true
+	case info == 25 && len(b) >= 2 && big(b[:2]) > math.MaxUint8:
+		return major, big(b[:2]), b[2:], true
+	case info == 26 && len(b) >= 4 && big(b[:4]) > math.MaxUint16:
+		return major, big(b[:4]), b[4:], true
+	case info == 27 && len(b) >= 8 && big(b[:8]) > math.MaxUint32:
+		return major, big(b[:8]), b[8:], true
 	}
 	return 0, 0, nil, false
 }
+
+// appendBig appends v's low n bytes, big-endian.
+func appendBig(b []byte, v uint64, n int) []byte {
+	for i := n - 1; i >= 0; i-- {
+		b = append(b, byte(v>>(8*i)))
+	}
+	return b
+}
+
+// big reads b as a big-endian number.
+func big(b []byte) uint64 {
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// wrapped is an error with a reason after it (fmt.Errorf("%w: %s") without fmt).
+type wrapped struct {
+	err error
+	why string
+}
+
+func (w *wrapped) Error() string { return w.err.Error() + ": " + w.why }
+func (w *wrapped) Unwrap() error { return w.err }

@@ -1,7 +1,7 @@
 package execwire
 
 import (
-	"path/filepath"
+	"path"
 	"strconv"
 	"syscall"
 )
@@ -21,9 +21,9 @@ func SocketAddr(p string) (addr string, release func(), err error) {
 	if len(p) <= maxSunPath {
 		return p, func() {}, nil
 	}
-	fd, err := syscall.Open(filepath.Dir(p), oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(path.Dir(p), oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return "", nil, err
 	}
-	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + filepath.Base(p), func() { syscall.Close(fd) }, nil
+	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + path.Base(p), func() { syscall.Close(fd) }, nil
 }
