@@ -7,9 +7,10 @@
 package main
 
 import (
-	"os"
+	"syscall"
 
 	"github.com/agentstate/agentstate/internal/front"
 )
 
-func main() { os.Exit(front.Main()) }
+// It exits with syscall.Exit: package os is not linked (see internal/front).
+func main() { syscall.Exit(front.Main()) }

@@ -1,29 +1,29 @@
 // Package front is the agentstate command itself: a small program that
-// starts in about the time a hello-world program does. When a server holds
-// the store (agentstate serve), it hands the command line to that server,
-// which runs it in-process against the open store, and relays the output,
-// stdin and exit code. Otherwise, and for what a server does not run, it
-// replaces itself with the engine (agentstate-engine), which opens the store
-// itself or goes through a server's repository API.
+// starts in about the time the smallest Go program does. When a server
+// holds the store (agentstate serve), it hands the command line to that
+// server, which runs it in-process against the open store, and relays the
+// output, stdin and exit code. Otherwise, and for what a server does not
+// run, it replaces itself with the engine (agentstate-engine), which opens
+// the store itself or goes through a server's repository API.
 //
-// It imports only the standard library, drpc's wire and error packages and
-// internal/rpcwire/execwire: every package linked here is start-up time paid
-// by every command.
+// It imports only syscall and packages that initialise nothing (strings,
+// path, sync, io, errors) besides internal/rpcwire/execwire: every package
+// linked here is start-up time paid by every command. Package os alone
+// (through its GODEBUG machinery) cost a served command a tenth of its
+// time, so the command line, the environment, the working directory and
+// the standard streams are read and written with system calls here.
 package front
 
 import (
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
 
 	"github.com/agentstate/agentstate/internal/rpcwire/execwire"
-	"storj.io/drpc/drpcerr"
-	"storj.io/drpc/drpcwire"
 )
 
 // Engine is the program that runs commands in its own process.
@@ -32,30 +32,101 @@ const Engine = "agentstate-engine"
 // Main runs the command line and returns its exit code (when it does not
 // replace the process with the engine).
 func Main() int {
-	args := os.Args
-	if sock := servedSocket(args); sock != "" {
-		code, err := execOn(sock, args)
+	args, err := commandLine()
+	if err != nil {
+		errorf("reading this process's command line (/proc/self/cmdline): " + err.Error() + "; run " + Engine + " directly")
+		return 1
+	}
+	wd := getwd()
+	if sock := servedSocket(args, wd); sock != "" {
+		code, err := execOn(sock, args, wd)
 		if err == nil {
 			return code
 		}
 		if !errors.Is(err, errNotServed) {
-			os.Stderr.WriteString("agentstate: " + err.Error() + "\n")
+			errorf(err.Error())
 			return 1
 		}
 	}
 	return runEngine(args)
 }
 
+func errorf(msg string) { writeAll(2, []byte("agentstate: "+msg+"\n")) }
+
 // errNotServed: no server took the command; the engine runs it.
 var errNotServed = errors.New("not served")
+
+// commandLine returns the process's arguments, argv[0] first, as the kernel
+// keeps them: NUL-terminated strings one after another.
+func commandLine() ([]string, error) {
+	fd, err := open("/proc/self/cmdline")
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	var b []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		b = append(b, buf[:n]...)
+	}
+	if len(b) == 0 || b[len(b)-1] != 0 {
+		return nil, errors.New("not a list of NUL-terminated arguments")
+	}
+	return strings.Split(string(b[:len(b)-1]), "\x00"), nil
+}
+
+func open(p string) (int, error) {
+	for {
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// getwd returns the working directory as os.Getwd does: $PWD when it names
+// the same directory (so a path through a symbolic link stays as the user
+// typed it), else the kernel's. It is "" when there is none.
+func getwd() string {
+	var dot syscall.Stat_t
+	if syscall.Stat(".", &dot) != nil {
+		return ""
+	}
+	if pwd, ok := syscall.Getenv("PWD"); ok && strings.HasPrefix(pwd, "/") {
+		var d syscall.Stat_t
+		if syscall.Stat(pwd, &d) == nil && d.Dev == dot.Dev && d.Ino == dot.Ino {
+			return pwd
+		}
+	}
+	for {
+		wd, err := syscall.Getwd()
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return ""
+		}
+		return wd
+	}
+}
 
 // servedSocket returns the socket of the store the command line names, or
 // "" when the command must go to the engine (--remote, or no store found).
 // The store is found as the engine finds it: --store, AGENTSTATE_STORE, or
 // the nearest .agentstate walking up from the working directory.
-func servedSocket(args []string) string {
-	store := os.Getenv("AGENTSTATE_STORE")
-	if os.Getenv("AGENTSTATE_REMOTE") != "" {
+func servedSocket(args []string, wd string) string {
+	store, _ := syscall.Getenv("AGENTSTATE_STORE")
+	if v, _ := syscall.Getenv("AGENTSTATE_REMOTE"); v != "" {
 		return ""
 	}
 	for i := 1; i < len(args); i++ {
@@ -82,24 +153,28 @@ func servedSocket(args []string) string {
 		}
 	}
 	if store == "" {
-		dir, err := os.Getwd()
-		if err != nil {
+		if wd == "" {
 			return ""
 		}
-		for {
-			cand := filepath.Join(dir, ".agentstate")
-			if fi, err := os.Stat(cand); err == nil && fi.IsDir() {
+		for dir := wd; ; {
+			cand := path.Join(dir, ".agentstate")
+			if isDir(cand) {
 				store = cand
 				break
 			}
-			parent := filepath.Dir(dir)
+			parent := path.Dir(dir)
 			if parent == dir {
 				return ""
 			}
 			dir = parent
 		}
 	}
-	return filepath.Join(store, execwire.SocketName)
+	return path.Join(store, execwire.SocketName)
+}
+
+func isDir(p string) bool {
+	var st syscall.Stat_t
+	return syscall.Stat(p, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 }
 
 // fdConn is a connected socket used with plain system calls: no network
@@ -107,29 +182,39 @@ func servedSocket(args []string) string {
 type fdConn struct{ fd int }
 
 func (c fdConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	for {
 		n, err := syscall.Read(c.fd, p)
-		if err == syscall.EINTR {
+		switch {
+		case err == syscall.EINTR:
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return 0, err
-		}
-		if n == 0 {
+		case n == 0:
 			return 0, io.EOF
 		}
 		return n, nil
 	}
 }
 
-func (c fdConn) Write(p []byte) (int, error) {
+func (c fdConn) Write(p []byte) (int, error) { return writeFd(c.fd, p) }
+
+// writeFd writes all of p to fd, waiting for room when fd does not block.
+func writeFd(fd int, p []byte) (int, error) {
 	off := 0
 	for off < len(p) {
-		n, err := syscall.Write(c.fd, p[off:])
-		if err == syscall.EINTR {
+		n, err := syscall.Write(fd, p[off:])
+		switch {
+		case err == syscall.EINTR:
 			continue
-		}
-		if err != nil {
+		case err == syscall.EAGAIN:
+			if err := waitFd(fd, pollOut); err != nil {
+				return off, err
+			}
+			continue
+		case err != nil:
 			return off, err
 		}
 		off += n
@@ -137,12 +222,73 @@ func (c fdConn) Write(p []byte) (int, error) {
 	return off, nil
 }
 
-// Close shuts the socket down before closing it: a read blocked in another
-// goroutine returns at once, which closing alone does not do.
-func (c fdConn) Close() error {
-	syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
-	return syscall.Close(c.fd)
+// readFd reads from fd, waiting for input when fd does not block.
+func readFd(fd int, p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			if err := waitFd(fd, pollIn); err != nil {
+				return 0, err
+			}
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
 }
+
+const (
+	pollIn  = 0x1
+	pollOut = 0x4
+)
+
+// waitFd waits until fd is ready for events (poll(2)).
+func waitFd(fd int, events int16) error {
+	pfd := struct {
+		fd              int32
+		events, revents int16
+	}{int32(fd), events, 0}
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, 0, 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
+// writeAll writes p to the standard stream fd (1 or 2). A reader gone away
+// from standard output ends the process by SIGPIPE, as it ends other tools
+// (and as package os does for Go programs).
+func writeAll(fd int, p []byte) error {
+	_, err := writeFd(fd, p)
+	if err == syscall.EPIPE {
+		dieOfSIGPIPE()
+	}
+	return err
+}
+
+// dieOfSIGPIPE restores SIGPIPE's default action (the Go runtime catches
+// it) and raises it.
+func dieOfSIGPIPE() {
+	var act [4]uintptr // struct sigaction: handler SIG_DFL, no flags, no restorer, empty mask
+	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGPIPE), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
+	mask := uint64(1) << (syscall.SIGPIPE - 1)
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, uintptr(unsafe.Pointer(&mask)), 0, 8, 0, 0)
+	syscall.Tgkill(syscall.Getpid(), syscall.Gettid(), syscall.SIGPIPE)
+	syscall.Exit(128 + int(syscall.SIGPIPE)) // not reached
+}
+
+func (c fdConn) Close() error { return syscall.Close(c.fd) }
 
 func dial(sock string) (fdConn, error) {
 	addr, release, err := execwire.SocketAddr(sock)
@@ -173,37 +319,34 @@ func dial(sock string) (fdConn, error) {
 var passEnv = []string{"NO_COLOR", "TERM", "SOURCE_DATE_EPOCH"}
 
 // execOn runs the command line on the server at sock. It speaks drpc's wire
-// protocol (package drpcwire: frames, packets, the Invoke/Message/Error/
-// CloseSend kinds) on one stream, reading and writing the socket from this
-// goroutine with plain system calls: a served command needs no connection
-// manager (drpcconn starts goroutines that hand each packet over with futex
-// wake-ups, most of a short command's cost on a small machine). The server
-// is the ordinary drpc server.
-func execOn(sock string, args []string) (int, error) {
+// protocol (frames, packets, the Invoke/Message/Error/CloseSend kinds) on
+// one stream, reading and writing the socket from this goroutine with plain
+// system calls: a served command needs no connection manager (drpc's client
+// starts goroutines that hand each packet over with futex wake-ups, most of
+// a short command's cost on a small machine). The server is the ordinary
+// drpc server.
+func execOn(sock string, args []string, wd string) (int, error) {
 	c, err := dial(sock)
 	if err != nil {
 		return 0, err
 	}
-	// Its messages are encoded by rpcwire's hand codec, not the CBOR
-	// library, whose first use in a process costs a tenth of a command.
 	// The connection is never closed politely: the process exits right after
 	// the answer, and the kernel closes the socket (the server sees EOF).
-	start := execwire.ExecStart{Args: args, StdoutTTY: isTerminal(1)}
-	start.Dir, _ = os.Getwd()
-	for _, kv := range os.Environ() {
+	start := execwire.ExecStart{Args: args, Dir: wd, StdoutTTY: isTerminal(1)}
+	for _, kv := range syscall.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "AGENTSTATE_") || contains(passEnv, k) {
 			start.Env = append(start.Env, kv)
 		}
 	}
-	st := &wireStream{w: drpcwire.NewWriter(c, 64<<10)}
-	if err := st.send(drpcwire.KindInvoke, []byte(execwire.RPCExec)); err != nil {
-		return 0, errNotServed
-	}
-	if err := st.send(drpcwire.KindMessage, start.AppendCBOR(nil)); err != nil {
+	st := &wireStream{c: c}
+	// The invocation and the command line go in one write.
+	first := st.appendLocked(nil, execwire.KindInvoke, []byte(execwire.RPCExec))
+	first = st.appendLocked(first, execwire.KindMessage, start.AppendCBOR(nil))
+	if _, err := c.Write(first); err != nil {
 		return 0, errNotServed // the server went away before taking the command
 	}
-	rd := drpcwire.NewReaderWithOptions(c, drpcwire.ReaderOptions{MaximumBufferSize: execwire.MaxMessage})
+	rd := execwire.NewReader(c, execwire.MaxMessage)
 	// Stdin is read when the command asks for it, on a goroutine of its own:
 	// the command's output keeps flowing while a read waits (an interactive
 	// protocol, such as 'agentstate mcp', answers before it reads again).
@@ -216,20 +359,22 @@ func execOn(sock string, args []string) (int, error) {
 	started := false
 	for {
 		pkt, err := rd.ReadPacket()
-		if err == nil && pkt.ID.Stream != st.id.Stream {
+		if err == nil && pkt.Stream != 1 {
 			continue // not this command's stream
 		}
+		var code uint64
 		if err == nil {
 			switch pkt.Kind {
-			case drpcwire.KindMessage:
-			case drpcwire.KindError:
-				err = drpcwire.UnmarshalError(pkt.Data)
+			case execwire.KindMessage:
+			case execwire.KindError:
+				re := execwire.DecodeError(pkt.Data)
+				err, code = re, re.Code
 			default: // CloseSend, Close, Cancel: the stream ended without Done
 				err = io.EOF
 			}
 		}
 		if err != nil {
-			if code := drpcerr.Code(err); code == execwire.CodeNoExec || (!started && code == 0 && isGone(err)) {
+			if code == execwire.CodeNoExec || (!started && code == 0 && isGone(err)) {
 				return 0, errNotServed
 			}
 			if started {
@@ -255,11 +400,11 @@ func execOn(sock string, args []string) (int, error) {
 			default: // a read is already waiting
 			}
 		case m.Stream == 1:
-			if _, err := os.Stdout.Write(m.Data); err != nil {
-				return 1, nil // the reader went away (a pipe closed early)
+			if writeAll(1, m.Data) != nil {
+				return 1, nil // standard output is gone
 			}
 		case m.Stream == 2:
-			os.Stderr.Write(m.Data)
+			writeAll(2, m.Data)
 		}
 	}
 }
@@ -268,9 +413,9 @@ func execOn(sock string, args []string) (int, error) {
 func readStdin(st *wireStream, wants <-chan int) {
 	for want := range wants {
 		buf := make([]byte, min(want, 1<<20))
-		n, rerr := os.Stdin.Read(buf)
+		n, rerr := readFd(0, buf)
 		in := execwire.ExecIn{Data: buf[:n], EOF: rerr != nil && n == 0}
-		if st.send(drpcwire.KindMessage, in.AppendCBOR(nil)) != nil {
+		if st.send(execwire.KindMessage, in.AppendCBOR(nil)) != nil {
 			return // the main loop sees the stream end
 		}
 	}
@@ -279,28 +424,26 @@ func readStdin(st *wireStream, wants <-chan int) {
 // wireStream writes one drpc stream's packets: stream 1 (the first stream
 // of a connection, as drpc's client numbers them), message ids counting up.
 type wireStream struct {
-	mu sync.Mutex
-	w  *drpcwire.Writer
-	id drpcwire.ID
+	mu  sync.Mutex
+	c   fdConn
+	msg uint64
 }
 
-func (s *wireStream) send(kind drpcwire.Kind, data []byte) error {
+func (s *wireStream) appendLocked(b []byte, kind byte, data []byte) []byte {
+	s.msg++
+	return execwire.AppendPacket(b, execwire.Packet{Kind: kind, Stream: 1, Message: s.msg, Data: data})
+}
+
+func (s *wireStream) send(kind byte, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.id.Stream = 1
-	s.id.Message++
-	if err := s.w.WritePacket(drpcwire.Packet{ID: s.id, Kind: kind, Data: data}); err != nil {
-		return err
-	}
-	if kind == drpcwire.KindInvoke {
-		return nil // sent with the first message
-	}
-	return s.w.Flush()
+	_, err := s.c.Write(s.appendLocked(nil, kind, data))
+	return err
 }
 
 func isGone(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "closed")
+		errors.Is(err, syscall.EPIPE)
 }
 
 func contains(list []string, s string) bool {
@@ -322,43 +465,55 @@ func isTerminal(fd int) bool {
 // runEngine replaces this process with the engine, found beside this
 // program or on PATH.
 func runEngine(args []string) int {
-	path := enginePath()
-	if path == "" {
-		os.Stderr.WriteString("agentstate: " + Engine + " is not installed beside agentstate or on PATH (make build, or go install ./cmd/...)\n")
+	p := enginePath(args[0])
+	if p == "" {
+		errorf(Engine + " is not installed beside agentstate or on PATH (make build, or go install ./cmd/...)")
 		return 1
 	}
-	argv := append([]string{path}, args[1:]...)
-	err := syscall.Exec(path, argv, os.Environ())
-	os.Stderr.WriteString("agentstate: starting " + path + ": " + err.Error() + "\n")
+	argv := append([]string{p}, args[1:]...)
+	err := syscall.Exec(p, argv, syscall.Environ())
+	errorf("starting " + p + ": " + err.Error())
 	return 1
 }
 
-func enginePath() string {
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), Engine)
-		if isExecutable(p) {
+// enginePath looks beside this program's file, beside argv[0], then on PATH.
+func enginePath(arg0 string) string {
+	if exe := executable(); exe != "" {
+		if p := path.Join(path.Dir(exe), Engine); isExecutable(p) {
 			return p
 		}
 	}
-	if a0 := os.Args[0]; strings.Contains(a0, "/") {
-		p := filepath.Join(filepath.Dir(a0), Engine)
-		if isExecutable(p) {
+	if strings.Contains(arg0, "/") {
+		if p := path.Join(path.Dir(arg0), Engine); isExecutable(p) {
 			return p
 		}
 	}
-	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+	pathVar, _ := syscall.Getenv("PATH")
+	for _, d := range strings.Split(pathVar, ":") {
 		if d == "" {
 			d = "."
 		}
-		p := filepath.Join(d, Engine)
-		if isExecutable(p) {
+		if p := path.Join(d, Engine); isExecutable(p) {
+			if !strings.Contains(p, "/") {
+				p = "./" + p
+			}
 			return p
 		}
 	}
 	return ""
 }
 
+// executable is the path of this program's file (/proc/self/exe).
+func executable() string {
+	buf := make([]byte, 4096)
+	n, err := syscall.Readlink("/proc/self/exe", buf)
+	if err != nil || n >= len(buf) {
+		return ""
+	}
+	return string(buf[:n])
+}
+
 func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+	var st syscall.Stat_t
+	return syscall.Stat(p, &st) == nil && st.Mode&syscall.S_IFMT != syscall.S_IFDIR && st.Mode&0o111 != 0
 }
