@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"errors"
 	"fmt"
@@ -99,7 +100,7 @@ func (e *env) path(p string) string {
 func (e *env) main(args []string) int {
 	e.color = e.tty && e.getenv("NO_COLOR") == "" && e.getenv("TERM") != "dumb"
 	stderr := e.stderr
-	app := newApp(e)
+	app := newApp(e, args)
 	if e.served != nil {
 		args = envFlags(app, args, e.getenv)
 	}
@@ -131,7 +132,34 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
-func newApp(e *env) *cli.App {
+// globalFlags are the flags before the command.
+func globalFlags(e *env) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "store", Usage: "store directory (default: nearest .agentstate walking up)", EnvVars: []string{"AGENTSTATE_STORE"}, Destination: &e.storeFlag},
+		&cli.StringFlag{Name: "remote", Usage: "a served store's TCP address (HOST:PORT); the token in AGENTSTATE_TOKEN", EnvVars: []string{"AGENTSTATE_REMOTE"}, Destination: &e.remoteFlag},
+		&cli.StringFlag{Name: "agent", Usage: "agent to act on", Value: DefaultAgent, EnvVars: []string{"AGENTSTATE_AGENT"}, Destination: &e.agent},
+	}
+}
+
+// commandIndex returns the index in args of the command's name: the first
+// argument that is not a global flag or its value (len(args) when none).
+// Every global flag takes a value.
+func commandIndex(args []string) int {
+	i := 1
+	for i < len(args) {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+			break
+		}
+		if !strings.Contains(a, "=") && slices.Contains([]string{"store", "remote", "agent"}, strings.TrimLeft(a, "-")) {
+			i++
+		}
+		i++
+	}
+	return min(i, len(args))
+}
+
+func newApp(e *env, args []string) *cli.App {
 	app := &cli.App{
 		Name:            "agentstate",
 		Usage:           "a content-addressed, versioned store for AI agent brains",
@@ -139,13 +167,11 @@ func newApp(e *env) *cli.App {
 		Writer:          e.stdout,
 		ErrWriter:       e.stderr,
 		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError:    onUsageError,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "store", Usage: "store directory (default: nearest .agentstate walking up)", EnvVars: []string{"AGENTSTATE_STORE"}, Destination: &e.storeFlag},
-			&cli.StringFlag{Name: "remote", Usage: "a served store's TCP address (HOST:PORT); the token in AGENTSTATE_TOKEN", EnvVars: []string{"AGENTSTATE_REMOTE"}, Destination: &e.remoteFlag},
-			&cli.StringFlag{Name: "agent", Usage: "agent to act on", Value: DefaultAgent, EnvVars: []string{"AGENTSTATE_AGENT"}, Destination: &e.agent},
-		},
+		Compiled:        time.Unix(0, 0), // else every parse stats the executable
+
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   onUsageError,
+		Flags:          globalFlags(e),
 		Before: func(c *cli.Context) error {
 			if err := refs.ValidateAgent(e.agent); err != nil {
 				return usagef("--agent: %v", err)
@@ -158,7 +184,7 @@ func newApp(e *env) *cli.App {
 			}
 			return cli.ShowAppHelp(c)
 		},
-		Commands: commands(e),
+		Commands: commandsFor(e, args),
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = onUsageError // flag errors of every command are usage errors
@@ -207,18 +233,7 @@ func envFlags(app *cli.App, args []string, getenv func(string) string) []string 
 		}
 		return out
 	}
-	// The command is the first argument that is not a global flag.
-	i := 1
-	for i < len(args) {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
-			break
-		}
-		if !strings.Contains(a, "=") && takesValue(app.Flags, strings.TrimLeft(a, "-")) {
-			i++
-		}
-		i++
-	}
+	i := commandIndex(args)
 	out := append([]string{args[0]}, inject(app.Flags, args[1:i])...)
 	out = append(out, args[1:i]...)
 	if i < len(args) {
@@ -229,16 +244,6 @@ func envFlags(app *cli.App, args []string, getenv func(string) string) []string 
 		out = append(out, args[i+1:]...)
 	}
 	return out
-}
-
-func takesValue(flags []cli.Flag, name string) bool {
-	for _, f := range flags {
-		if slices.Contains(f.Names(), name) {
-			_, isBool := f.(*cli.BoolFlag)
-			return !isBool
-		}
-	}
-	return false
 }
 
 func flagGiven(names, args []string) bool {
@@ -256,8 +261,9 @@ func flagGiven(names, args []string) bool {
 	return false
 }
 
-// boundEnvVars lists the environment variables the command line's flags read.
-func boundEnvVars(app *cli.App) []string {
+// boundEnvVars lists the environment variables the flags of every command
+// read.
+func boundEnvVars(e *env) []string {
 	var out []string
 	add := func(flags []cli.Flag) {
 		for _, f := range flags {
@@ -266,8 +272,8 @@ func boundEnvVars(app *cli.App) []string {
 			}
 		}
 	}
-	add(app.Flags)
-	for _, c := range app.Commands {
+	add(globalFlags(e))
+	for _, c := range commands(e) {
 		add(c.Flags)
 	}
 	return out

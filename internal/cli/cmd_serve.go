@@ -100,7 +100,7 @@ func (e *env) runServe(c *cli.Context) error {
 	defer r.Close()
 	// Client commands read the client's environment (envFlags), never this
 	// process's.
-	for _, v := range boundEnvVars(c.App) {
+	for _, v := range boundEnvVars(&env{}) {
 		os.Unsetenv(v)
 	}
 	opts.Logf = func(format string, a ...any) { fmt.Fprintf(e.stderr, "agentstate serve: "+format+"\n", a...) }

@@ -4,42 +4,83 @@ import "github.com/urfave/cli/v2"
 
 // commands are agentstate's commands in the order --help lists them; each
 // lives in its own cmd_<name>.go beside its flags.
-func commands(e *env) []*cli.Command {
-	return []*cli.Command{
-		newInitCommand(e),
-		newCommitCommand(e),
-		newPutCommand(e),
-		newGetCommand(e),
-		newRmCommand(e),
-		newLsCommand(e),
-		newLogCommand(e),
-		newShowCommand(e),
-		newDiffCommand(e),
-		newCheckoutCommand(e),
-		newResetCommand(e),
-		newUndoCommand(e),
-		newRedoCommand(e),
-		newOplogCommand(e),
-		newForkCommand(e),
-		newAgentsCommand(e),
-		newHashCommand(e),
-		newVerifyCommand(e),
-		newGCCommand(e),
-		newForgetCommand(e),
-		newTagCommand(e),
-		newDuCommand(e),
-		newCloneCommand(e),
-		newPullCommand(e),
-		newSendCommand(e),
-		newMcpCommand(e),
-		newReceiptsCommand(e),
-		newExportCommand(e),
-		newImportCommand(e),
-		newKeygenCommand(e),
-		newPushCommand(e),
-		newRestoreCommand(e),
-		newSnapshotsCommand(e),
-		newServeCommand(e),
-		newStatusCommand(e),
+// commandTable lists every command under its name, in the order help
+// shows them. (It is set in init: serve's command refers back to it.)
+var commandTable []struct {
+	name  string
+	build func(*env) *cli.Command
+}
+
+func init() {
+	commandTable = []struct {
+		name  string
+		build func(*env) *cli.Command
+	}{
+		{"init", newInitCommand},
+		{"commit", newCommitCommand},
+		{"put", newPutCommand},
+		{"get", newGetCommand},
+		{"rm", newRmCommand},
+		{"ls", newLsCommand},
+		{"log", newLogCommand},
+		{"show", newShowCommand},
+		{"diff", newDiffCommand},
+		{"checkout", newCheckoutCommand},
+		{"reset", newResetCommand},
+		{"undo", newUndoCommand},
+		{"redo", newRedoCommand},
+		{"oplog", newOplogCommand},
+		{"fork", newForkCommand},
+		{"agents", newAgentsCommand},
+		{"hash", newHashCommand},
+		{"verify", newVerifyCommand},
+		{"gc", newGCCommand},
+		{"forget", newForgetCommand},
+		{"tag", newTagCommand},
+		{"du", newDuCommand},
+		{"clone", newCloneCommand},
+		{"pull", newPullCommand},
+		{"send", newSendCommand},
+		{"mcp", newMcpCommand},
+		{"receipts", newReceiptsCommand},
+		{"export", newExportCommand},
+		{"import", newImportCommand},
+		{"keygen", newKeygenCommand},
+		{"push", newPushCommand},
+		{"restore", newRestoreCommand},
+		{"snapshots", newSnapshotsCommand},
+		{"serve", newServeCommand},
+		{"status", newStatusCommand},
 	}
+}
+
+// commands builds every command.
+func commands(e *env) []*cli.Command {
+	out := make([]*cli.Command, len(commandTable))
+	for i, c := range commandTable {
+		out[i] = c.build(e)
+	}
+	return out
+}
+
+// commandsFor builds the commands a command line needs: only the one it
+// names when it names one and asks for no help, else all of them (help
+// lists them, and an unknown name is reported against them). Building and
+// setting up all 35 commands was most of a short served command's time.
+func commandsFor(e *env, args []string) []*cli.Command {
+	i := commandIndex(args)
+	if i >= len(args) {
+		return commands(e)
+	}
+	for _, a := range args[1:] {
+		if a == "-h" || a == "--help" || a == "-help" {
+			return commands(e)
+		}
+	}
+	for _, c := range commandTable {
+		if c.name == args[i] {
+			return []*cli.Command{c.build(e)}
+		}
+	}
+	return commands(e)
 }

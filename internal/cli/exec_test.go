@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -81,5 +82,29 @@ func TestExecConcurrent(t *testing.T) {
 	}
 	if code, out, stderr := exec("", nil, "verify"); code != 0 || !strings.HasPrefix(out, "ok: 2 agents") {
 		t.Fatalf("verify: %d %s %s", code, out, stderr)
+	}
+}
+
+// BenchmarkExecGet is the server's part of a served 'get': the command line
+// parsed and run in-process against an open repository.
+func BenchmarkExecGet(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	r, err := repo.Init(dir+"/.agentstate", repo.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	run := func(stdin string, args ...string) {
+		var errb bytes.Buffer
+		if code := Exec(ctx, r, remote.ExecRequest{Args: append([]string{"agentstate"}, args...), Dir: dir},
+			strings.NewReader(stdin), io.Discard, &errb); code != 0 {
+			b.Fatal(errb.String())
+		}
+	}
+	run("hello\n", "put", "k", "-")
+	b.ReportAllocs()
+	for b.Loop() {
+		run("", "get", "k")
 	}
 }
