@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentstate/agentstate/internal/rpcwire"
 	"storj.io/drpc"
+	"storj.io/drpc/drpcwire"
 )
 
 // Status says who holds the store.
@@ -46,18 +47,36 @@ func (s *Server) exec(ctx context.Context, st drpc.Stream) error {
 		}
 	}
 	var mu sync.Mutex // one message at a time on the stream
+	held := false     // the output left at the end waits for the exit code
 	send := func(m *rpcwire.ExecOut) error {
 		mu.Lock()
 		defer mu.Unlock()
+		if rw, ok := st.(rawWriter); ok && held && !m.Done {
+			b, err := rpcwire.Encoding.Marshal(m)
+			if err != nil {
+				return err
+			}
+			return rw.RawWrite(drpcwire.KindMessage, b) // sent with the next message
+		}
 		return st.MsgSend(m, rpcwire.Encoding)
 	}
 	stdout := newBatchWriter(&streamWriter{send: send, stream: 1})
 	stderr := newBatchWriter(&streamWriter{send: send, stream: 2})
 	stdin := &streamReader{st: st, send: send, before: func() { stdout.Flush(); stderr.Flush() }}
 	code := s.opts.Exec(ctx, s.r, ExecRequest{Args: start.Args, Dir: start.Dir, Env: start.Env, StdoutTTY: start.StdoutTTY, Width: start.Width}, stdin, stdout, stderr)
+	// The last output and the exit code leave in one write: the client
+	// wakes once.
+	mu.Lock()
+	held = true
+	mu.Unlock()
 	stdout.Flush()
 	stderr.Flush()
 	return send(&rpcwire.ExecOut{Done: true, Code: code})
+}
+
+// rawWriter is drpc's stream writing a message without sending it yet.
+type rawWriter interface {
+	RawWrite(kind drpcwire.Kind, data []byte) error
 }
 
 // batchWriter gathers a command's many small writes (a log prints a line at
