@@ -1,0 +1,191 @@
+package front
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as a child that writes with the front end's
+// functions (FRONT_TEST_CHILD says what to do).
+func TestMain(m *testing.M) {
+	switch os.Getenv("FRONT_TEST_CHILD") {
+	case "":
+		os.Exit(m.Run())
+	case "write":
+		err := writeAll(1, bytes.Repeat([]byte("x"), 1<<20))
+		if err != nil {
+			os.Stderr.WriteString(err.Error())
+			os.Exit(3)
+		}
+		os.Exit(0)
+	case "args":
+		args, err := commandLine()
+		if err != nil {
+			os.Exit(3)
+		}
+		writeAll(1, []byte(strings.Join(args, "\n")))
+		os.Exit(0)
+	}
+}
+
+func child(t *testing.T, what string, args ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "FRONT_TEST_CHILD="+what)
+	return cmd
+}
+
+// The command line read from /proc is the process's, empty and odd
+// arguments included.
+func TestCommandLine(t *testing.T) {
+	args := []string{"get", "", "a b", "--store=/x y", "é\tz"}
+	cmd := child(t, "args", args...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(string(out), "\n")
+	if !slices.Equal(got[1:], args) || got[0] != cmd.Path {
+		t.Fatalf("got %q, want %q then %q", got, cmd.Path, args)
+	}
+}
+
+// A reader gone from standard output ends the process by SIGPIPE, as it
+// ends other tools.
+func TestWriteToAClosedPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := child(t, "write")
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	w.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("exit: %v (%s)", err, stderr.String())
+	}
+	ws := ee.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
+		t.Fatalf("the child ended with %v (%s), want SIGPIPE", err, stderr.String())
+	}
+}
+
+// Standard output that does not block (a parent's non-blocking pipe) gets
+// every byte: the writer waits for room.
+func TestWriteToANonBlockingPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := syscall.SetNonblock(int(w.Fd()), true); err != nil {
+		t.Fatal(err)
+	}
+	cmd := child(t, "write")
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	time.Sleep(50 * time.Millisecond) // let the pipe fill
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	if len(got) != 1<<20 {
+		t.Fatalf("read %d bytes, want %d", len(got), 1<<20)
+	}
+}
+
+// The working directory keeps the path the user came by ($PWD through a
+// symbolic link) when it names the same directory, as os.Getwd does.
+func TestGetwd(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	link := filepath.Join(dir, "link")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(link)
+	realPath, _ := filepath.EvalSymlinks(real)
+	for _, c := range []struct{ pwd, want string }{
+		{link, link},           // the same directory: kept
+		{dir, realPath},        // another directory: the kernel's answer
+		{"relative", realPath}, // not absolute
+	} {
+		t.Setenv("PWD", c.pwd)
+		if got := getwd(); got != c.want {
+			t.Errorf("PWD=%s: %q, want %q", c.pwd, got, c.want)
+		}
+		if got, _ := os.Getwd(); got != c.want {
+			t.Errorf("PWD=%s: os.Getwd says %q, the test wants %q", c.pwd, got, c.want)
+		}
+	}
+}
+
+// The store is found as the engine finds it.
+func TestServedSocket(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, ".agentstate")
+	sub := filepath.Join(dir, "a", "b")
+	if err := os.MkdirAll(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENTSTATE_STORE", "")
+	t.Setenv("AGENTSTATE_REMOTE", "")
+	sock := filepath.Join(store, "agentstate.sock")
+	for _, c := range []struct {
+		args []string
+		wd   string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"agentstate", "log"}, sub, nil, sock},                                               // walking up
+		{[]string{"agentstate", "log"}, "/", nil, ""},                                                 // none found
+		{[]string{"agentstate", "--store", "/s", "log"}, sub, nil, "/s/agentstate.sock"},              // --store
+		{[]string{"agentstate", "--store=rel", "log"}, sub, nil, "rel/agentstate.sock"},               // relative, as given
+		{[]string{"agentstate", "--agent", "x", "--store=/s", "log"}, sub, nil, "/s/agentstate.sock"}, // after another flag
+		{[]string{"agentstate", "log", "--store=/s"}, sub, nil, sock},                                 // a command's flag, not the global one
+		{[]string{"agentstate", "log"}, sub, map[string]string{"AGENTSTATE_STORE": "/e"}, "/e/agentstate.sock"},
+		{[]string{"agentstate", "--remote", "h:1", "log"}, sub, nil, ""}, // --remote: the engine
+		{[]string{"agentstate", "log"}, sub, map[string]string{"AGENTSTATE_REMOTE": "h:1"}, ""},
+		{[]string{"agentstate", "--store"}, sub, nil, ""}, // a usage error: the engine says it
+	} {
+		for k, v := range c.env {
+			t.Setenv(k, v)
+		}
+		if got := servedSocket(c.args, c.wd); got != c.want {
+			t.Errorf("%q in %s with %v: %q, want %q", c.args, c.wd, c.env, got, c.want)
+		}
+		for k := range c.env {
+			t.Setenv(k, "")
+		}
+	}
+}
