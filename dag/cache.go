@@ -10,9 +10,11 @@ import (
 // commits are immutable, and a long-lived process (a server, a runtime)
 // reads the same ones again and again (every log walks them). Only commit
 // reads go through the cache (ReadCommit, Log, the resolver); Get, Has, Put
-// and everything that verifies (Walk) reach the store.
+// and everything that verifies (Walk) reach the store. It keeps decoded
+// tree nodes too (objects.NodeCache), for the trees read through it.
 type CommitCache struct {
 	objects.BlockStore
+	nodes *objects.NodeCache
 
 	mu      sync.Mutex
 	entries map[objects.CID]cachedCommit
@@ -24,10 +26,16 @@ type cachedCommit struct {
 	data []byte
 }
 
+// nodeCacheBytes bounds the tree nodes a CommitCache keeps (as encoded).
+const nodeCacheBytes = 16 << 20
+
 // WithCommitCache returns bs with a cache of up to max decoded commits.
 func WithCommitCache(bs objects.BlockStore, max int) *CommitCache {
-	return &CommitCache{BlockStore: bs, entries: map[objects.CID]cachedCommit{}, max: max}
+	return &CommitCache{BlockStore: bs, nodes: objects.NewNodeCache(nodeCacheBytes), entries: map[objects.CID]cachedCommit{}, max: max}
 }
+
+// Nodes is the cache of decoded tree nodes.
+func (c *CommitCache) Nodes() *objects.NodeCache { return c.nodes }
 
 func (c *CommitCache) get(id objects.CID) (*objects.Commit, []byte, bool) {
 	c.mu.Lock()
@@ -55,8 +63,10 @@ func (c *CommitCache) keep(id objects.CID, cm *objects.Commit, data []byte) {
 	c.entries[id] = cachedCommit{cm: &kept, data: data}
 }
 
-// Forget drops cached commits (gc calls it for the blocks it deletes).
+// Forget drops cached commits and nodes (gc calls it for the blocks it
+// deletes).
 func (c *CommitCache) Forget(ids ...objects.CID) {
+	c.nodes.Forget(ids...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range ids {

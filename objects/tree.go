@@ -120,13 +120,9 @@ func (t *Tree) load(ctx context.Context, n *node) error {
 	if n.loaded {
 		return nil
 	}
-	data, err := t.bs.Get(ctx, n.cid)
+	left, entries, err := readNode(ctx, t.bs, n.cid)
 	if err != nil {
-		return fmt.Errorf("objects: reading tree node %s: %w", n.cid, err)
-	}
-	left, entries, err := decodeNode(data)
-	if err != nil {
-		return fmt.Errorf("tree node %s: %w", n.cid, err)
+		return err
 	}
 	if n.layer < 0 { // the root: its layer is its keys' layer
 		switch {
