@@ -98,26 +98,24 @@ func open(p string) (int, error) {
 // the same directory (so a path through a symbolic link stays as the user
 // typed it), else the kernel's. It is "" when there is none.
 func getwd() string {
-	var dot syscall.Stat_t
-	if syscall.Stat(".", &dot) != nil {
-		return ""
+	wd, err := syscall.Getwd()
+	for err == syscall.EINTR {
+		wd, err = syscall.Getwd()
 	}
-	if pwd, ok := syscall.Getenv("PWD"); ok && strings.HasPrefix(pwd, "/") {
-		var d syscall.Stat_t
-		if syscall.Stat(pwd, &d) == nil && d.Dev == dot.Dev && d.Ino == dot.Ino {
+	pwd, _ := syscall.Getenv("PWD")
+	if pwd == wd && err == nil {
+		return wd
+	}
+	if strings.HasPrefix(pwd, "/") {
+		var dot, d syscall.Stat_t
+		if syscall.Stat(".", &dot) == nil && syscall.Stat(pwd, &d) == nil && d.Dev == dot.Dev && d.Ino == dot.Ino {
 			return pwd
 		}
 	}
-	for {
-		wd, err := syscall.Getwd()
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return ""
-		}
-		return wd
+	if err != nil {
+		return ""
 	}
+	return wd
 }
 
 // servedSocket returns the socket of the store the command line names, or
