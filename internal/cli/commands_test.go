@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"slices"
+	"testing"
+)
+
+// The table's names are the commands' names, and a command line builds the
+// one it names (after any global flags), or all of them.
+func TestCommandsFor(t *testing.T) {
+	e := &env{}
+	for i, c := range commands(e) {
+		if c.Name != commandTable[i].name {
+			t.Errorf("table entry %d is %q, its command is %q", i, commandTable[i].name, c.Name)
+		}
+	}
+	names := func(args ...string) []string {
+		var out []string
+		for _, c := range commandsFor(e, append([]string{"agentstate"}, args...)) {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	all := len(commandTable)
+	for _, c := range []struct {
+		args []string
+		want []string // nil: every command
+	}{
+		{[]string{"get", "k"}, []string{"get"}},
+		{[]string{"--store", "s", "--agent=a", "log", "--oneline"}, []string{"log"}},
+		{[]string{"--store=get", "show"}, []string{"show"}},
+		{[]string{"--agent", "log", "get", "k"}, []string{"get"}}, // a flag's value is not the command
+		{[]string{"get", "--help"}, nil},
+		{[]string{"-h"}, nil},
+		{[]string{"help", "get"}, nil},
+		{[]string{"no-such-command"}, nil},
+		{[]string{"--store"}, nil},
+		{nil, nil},
+	} {
+		got := names(c.args...)
+		if c.want == nil && len(got) != all || c.want != nil && !slices.Equal(got, c.want) {
+			t.Errorf("%q built %v, want %v (nil: all %d)", c.args, got, c.want, all)
+		}
+	}
+}
