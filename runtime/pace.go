@@ -16,7 +16,8 @@ const DefaultBusyCommandRate = 40
 // an agent landing a task every few milliseconds is busy between them.
 const busyFor = 100 * time.Millisecond
 
-// pacer admits served command lines (remote.Options.Admit). While the
+// pacer admits served commands (remote.Options.Admit: command lines, and
+// connections to the repository API at their first call). While the
 // runtime is idle every command runs at once; while tasks land (one in
 // flight, or one ended within busyFor) commands are admitted at most
 // BusyCommandRate per second (a burst of 8 at once), so that inspection

@@ -123,9 +123,10 @@ type ServeOptions struct {
 	// to runtime/web.Handler for the MCP endpoint at /mcp, and with
 	// web.Options.UI the time-travel page.
 	HTTP func(*repo.Repo) http.Handler
-	// BusyCommandRate bounds the command lines per second the server
-	// admits while tasks are landing (a task in flight or one ended in the
-	// last 100 ms); the rest wait their turn, so loops of inspection
+	// BusyCommandRate bounds the commands per second the server admits
+	// while tasks are landing (a task in flight or one ended in the last
+	// 100 ms): command lines (Exec), and connections to the repository API
+	// at their first call. The rest wait their turn, so loops of inspection
 	// commands do not slow the agent. Idle, commands run at once. 0 means
 	// DefaultBusyCommandRate; negative, no bound.
 	BusyCommandRate float64

@@ -42,6 +42,7 @@ import (
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 	"storj.io/drpc"
+	"storj.io/drpc/drpccache"
 	"storj.io/drpc/drpcerr"
 	"storj.io/drpc/drpcmanager"
 	"storj.io/drpc/drpcmetadata"
@@ -74,10 +75,12 @@ type Options struct {
 	// process. Never offered on TCP: a command reads and writes the files it
 	// names.
 	Exec ExecFunc
-	// Admit, if set, is called before each command line runs (Exec) and
-	// may make it wait: a holder uses it to pace command lines while it is
-	// busy (the runtime, while tasks land). An error refuses the command
-	// (the client's context ended while it waited).
+	// Admit, if set, is called before each command line runs (Exec), and
+	// before the first call of every other connection (a command that
+	// goes through the repository API from its own process, a remote
+	// program), and may make it wait: a holder uses it to pace commands
+	// while it is busy (the runtime, while tasks land). An error refuses the
+	// command (the client's context ended while it waited).
 	Admit func(ctx context.Context) error
 	// Listen is an optional TCP address. A TCP client must present one of
 	// the tokens; ReadTokens allow only reads.
@@ -339,6 +342,9 @@ func (h *handler) HandleRPC(st drpc.Stream, rpc string) (err error) {
 	if _, ok := calls[rpc]; !ok {
 		return coded(rpcwire.CodeUnknown, "unknown call %q", rpc)
 	}
+	if err := h.s.admitConnection(ctx); err != nil {
+		return err
+	}
 	var req rpcwire.Req
 	if err := st.MsgRecv(&req, rpcwire.Encoding); err != nil {
 		if rpcwire.IsMalformed(err) {
@@ -349,6 +355,29 @@ func (h *handler) HandleRPC(st drpc.Stream, rpc string) (err error) {
 	send := func(m *rpcwire.Resp) error { return st.MsgSend(m, rpcwire.Encoding) }
 	if err := calls[rpc](ctx, h.s, &req, send); err != nil {
 		return wireError(err)
+	}
+	return nil
+}
+
+// admitted marks a connection Admit let through (in drpc's per-connection
+// cache).
+type admitted struct{}
+
+// admitConnection calls Admit for a connection's first call: a client's
+// connection is one command, however many calls it makes.
+func (s *Server) admitConnection(ctx context.Context) error {
+	if s.opts.Admit == nil {
+		return nil
+	}
+	conn := drpccache.FromContext(ctx)
+	if conn != nil && conn.Load(admitted{}) != nil {
+		return nil
+	}
+	if err := s.opts.Admit(ctx); err != nil {
+		return err
+	}
+	if conn != nil {
+		conn.Store(admitted{}, true)
 	}
 	return nil
 }
