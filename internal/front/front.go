@@ -179,24 +179,7 @@ func isDir(p string) bool {
 // poller to start, which is most of what a served command costs.
 type fdConn struct{ fd int }
 
-func (c fdConn) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	for {
-		n, err := syscall.Read(c.fd, p)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err != nil:
-			return 0, err
-		case n == 0:
-			return 0, io.EOF
-		}
-		return n, nil
-	}
-}
-
+func (c fdConn) Read(p []byte) (int, error)  { return readFd(c.fd, p) }
 func (c fdConn) Write(p []byte) (int, error) { return writeFd(c.fd, p) }
 
 // writeFd writes all of p to fd, waiting for room when fd does not block.

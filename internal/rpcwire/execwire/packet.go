@@ -1,7 +1,6 @@
 package execwire
 
 import (
-	"errors"
 	"io"
 	"strconv"
 )
@@ -109,13 +108,12 @@ func errProtocol(msg string) error { return &ProtocolError{msg} }
 // partial one), a packet ends with a frame marked done, and no packet nor
 // the bytes waiting to be parsed grow past max.
 type Reader struct {
-	r        io.Reader
-	max      int
-	buf      []byte // bytes read, from off
-	off      int
-	stream   uint64 // the number the next frame may not be below
-	message  uint64
-	haveNext bool
+	r       io.Reader
+	max     int
+	buf     []byte // bytes read, from off
+	off     int
+	stream  uint64 // the number the next frame may not be below
+	message uint64
 }
 
 // NewReader reads packets of at most max bytes from r.
@@ -210,10 +208,4 @@ func DecodeError(data []byte) *RemoteError {
 		code = code<<8 | uint64(c)
 	}
 	return &RemoteError{Code: code, Msg: string(data[8:])}
-}
-
-// IsProtocol reports whether err is a ProtocolError.
-func IsProtocol(err error) bool {
-	var pe *ProtocolError
-	return errors.As(err, &pe)
 }
