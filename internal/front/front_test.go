@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentstate/agentstate/internal/rpcwire/execwire"
 )
 
 // The test binary doubles as a child that writes with the front end's
@@ -187,5 +190,74 @@ func TestServedSocket(t *testing.T) {
 		for k := range c.env {
 			t.Setenv(k, "")
 		}
+	}
+}
+
+// A server that answers with anything but the protocol gets a clean error
+// (or, for one that does not run command lines or is gone before answering,
+// the engine), never a hang or a panic.
+func TestHostileServer(t *testing.T) {
+	packet := func(kind byte, msg uint64, data []byte) []byte {
+		return execwire.AppendPacket(nil, execwire.Packet{Kind: kind, Stream: 1, Message: msg, Data: data})
+	}
+	errorPacket := func(code uint64, msg string) []byte {
+		b := make([]byte, 8, 8+len(msg))
+		for i := range 8 {
+			b[i] = byte(code >> (56 - 8*i))
+		}
+		return packet(execwire.KindError, 1, append(b, msg...))
+	}
+	done := []byte{0xa2, 0x04, 0xf5, 0x05, 0x07} // ExecOut{Done: true, Code: 7}
+	for _, c := range []struct {
+		name    string
+		answer  []byte
+		code    int
+		wantErr string // "" with code: a clean exit; "engine": errNotServed
+	}{
+		{"garbage", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 1, "protocol error"},
+		{"done at a later message id", packet(execwire.KindMessage, 5, done), 7, ""},
+		{"an id below the last", append(execwire.AppendPacket(nil, execwire.Packet{Kind: execwire.KindMessage, Stream: 2, Message: 1, Data: done}),
+			packet(execwire.KindMessage, 1, done)...), 1, "monotonicity"},
+		{"stream 0", execwire.AppendPacket(nil, execwire.Packet{Kind: execwire.KindMessage, Stream: 0, Message: 9, Data: done}), 1, "monotonicity"},
+		{"not an ExecOut", packet(execwire.KindMessage, 1, []byte("\xa1\x09\x01")), 1, "does not decode"},
+		{"a refusal", errorPacket(104, "bad request: no"), 1, "the server refused the command: bad request: no"},
+		{"no command lines here", errorPacket(execwire.CodeNoExec, "no exec"), 0, "engine"},
+		{"gone before answering", nil, 0, "engine"},
+		{"a stream ended without done", packet(execwire.KindCloseSend, 1, nil), 0, "engine"},
+		{"done", packet(execwire.KindMessage, 1, done), 7, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sock := filepath.Join(dir, "s")
+			l, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				conn.Read(make([]byte, 4096)) // the command line
+				conn.Write(c.answer)
+			}()
+			code, err := execOn(sock, []string{"agentstate", "get", "k"}, dir)
+			switch {
+			case c.wantErr == "engine":
+				if !errors.Is(err, errNotServed) {
+					t.Fatalf("%d %v, want the engine to run it", code, err)
+				}
+			case c.wantErr == "":
+				if err != nil || code != c.code {
+					t.Fatalf("%d %v, want exit %d", code, err, c.code)
+				}
+			default:
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || code != c.code {
+					t.Fatalf("%d %v, want exit %d and %q", code, err, c.code, c.wantErr)
+				}
+			}
+		})
 	}
 }
