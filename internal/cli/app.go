@@ -141,9 +141,17 @@ func globalFlags(e *env) []cli.Flag {
 	}
 }
 
+// globalFlagNames are the global flags' names; every one takes a value.
+var globalFlagNames = func() []string {
+	var out []string
+	for _, f := range globalFlags(&env{}) {
+		out = append(out, f.Names()...)
+	}
+	return out
+}()
+
 // commandIndex returns the index in args of the command's name: the first
 // argument that is not a global flag or its value (len(args) when none).
-// Every global flag takes a value.
 func commandIndex(args []string) int {
 	i := 1
 	for i < len(args) {
@@ -151,7 +159,7 @@ func commandIndex(args []string) int {
 		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
 			break
 		}
-		if !strings.Contains(a, "=") && slices.Contains([]string{"store", "remote", "agent"}, strings.TrimLeft(a, "-")) {
+		if !strings.Contains(a, "=") && slices.Contains(globalFlagNames, strings.TrimLeft(a, "-")) {
 			i++
 		}
 		i++
