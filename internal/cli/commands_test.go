@@ -3,6 +3,8 @@ package cli
 import (
 	"slices"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 // The table's names are the commands' names, and a command line builds the
@@ -12,6 +14,11 @@ func TestCommandsFor(t *testing.T) {
 	for i, c := range commands(e) {
 		if c.Name != commandTable[i].name {
 			t.Errorf("table entry %d is %q, its command is %q", i, commandTable[i].name, c.Name)
+		}
+	}
+	for _, f := range globalFlags(e) {
+		if _, ok := f.(*cli.StringFlag); !ok { // commandIndex skips a value after each
+			t.Errorf("global flag %v takes no value", f.Names())
 		}
 	}
 	names := func(args ...string) []string {
