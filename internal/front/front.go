@@ -6,9 +6,10 @@
 // run, it replaces itself with the engine (agentstate-engine), which opens
 // the store itself or goes through a server's repository API.
 //
-// It imports only syscall and packages that initialise nothing (strings,
-// path, sync, io, errors) besides internal/rpcwire/execwire: every package
-// linked here is start-up time paid by every command. Package os alone
+// It imports only syscall and packages that initialise nothing (path,
+// sync, io, errors) besides internal/rpcwire/execwire: every package
+// linked here is start-up time paid by every command (go list -deps
+// ./cmd/agentstate; GODEBUG=inittrace=1 shows what runs). Package os alone
 // (through its GODEBUG machinery) cost a served command a tenth of its
 // time, so the command line, the environment, the working directory and
 // the standard streams are read and written with system calls here.
@@ -18,7 +19,6 @@ import (
 	"errors"
 	"io"
 	"path"
-	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -82,7 +82,7 @@ func commandLine() ([]string, error) {
 	if len(b) == 0 || b[len(b)-1] != 0 {
 		return nil, errors.New("not a list of NUL-terminated arguments")
 	}
-	return strings.Split(string(b[:len(b)-1]), "\x00"), nil
+	return split(string(b[:len(b)-1]), 0), nil
 }
 
 func open(p string) (int, error) {
@@ -106,7 +106,7 @@ func getwd() string {
 	if pwd == wd && err == nil {
 		return wd
 	}
-	if strings.HasPrefix(pwd, "/") {
+	if hasPrefix(pwd, "/") {
 		var dot, d syscall.Stat_t
 		if syscall.Stat(".", &dot) == nil && syscall.Stat(pwd, &d) == nil && d.Dev == dot.Dev && d.Ino == dot.Ino {
 			return pwd
@@ -129,10 +129,14 @@ func servedSocket(args []string, wd string) string {
 	}
 	for i := 1; i < len(args); i++ {
 		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+		if !hasPrefix(a, "-") || a == "-" || a == "--" {
 			break
 		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		name := a
+		for hasPrefix(name, "-") {
+			name = name[1:]
+		}
+		name, val, hasVal := cut(name, '=')
 		switch name {
 		case "store", "agent", "remote":
 			if !hasVal {
@@ -307,23 +311,26 @@ var passEnv = []string{"NO_COLOR", "TERM", "SOURCE_DATE_EPOCH"}
 // a short command's cost on a small machine). The server is the ordinary
 // drpc server.
 func execOn(sock string, args []string, wd string) (int, error) {
+	// The request is ready before the connection is made: the server, woken
+	// by the connection, finds it there and does not sleep again to wait.
+	start := execwire.ExecStart{Args: args, Dir: wd, StdoutTTY: isTerminal(1)}
+	for _, kv := range syscall.Environ() {
+		k, _, _ := cut(kv, '=')
+		if hasPrefix(k, "AGENTSTATE_") || contains(passEnv, k) {
+			start.Env = append(start.Env, kv)
+		}
+	}
+	st := &wireStream{}
+	// The invocation and the command line go in one write.
+	first := st.appendLocked(nil, execwire.KindInvoke, []byte(execwire.RPCExec))
+	first = st.appendLocked(first, execwire.KindMessage, start.AppendCBOR(nil))
 	c, err := dial(sock)
 	if err != nil {
 		return 0, err
 	}
+	st.c = c
 	// The connection is never closed politely: the process exits right after
 	// the answer, and the kernel closes the socket (the server sees EOF).
-	start := execwire.ExecStart{Args: args, Dir: wd, StdoutTTY: isTerminal(1)}
-	for _, kv := range syscall.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AGENTSTATE_") || contains(passEnv, k) {
-			start.Env = append(start.Env, kv)
-		}
-	}
-	st := &wireStream{c: c}
-	// The invocation and the command line go in one write.
-	first := st.appendLocked(nil, execwire.KindInvoke, []byte(execwire.RPCExec))
-	first = st.appendLocked(first, execwire.KindMessage, start.AppendCBOR(nil))
 	if _, err := c.Write(first); err != nil {
 		return 0, errNotServed // the server went away before taking the command
 	}
@@ -464,18 +471,18 @@ func enginePath(arg0 string) string {
 			return p
 		}
 	}
-	if strings.Contains(arg0, "/") {
+	if indexByte(arg0, '/') >= 0 {
 		if p := path.Join(path.Dir(arg0), Engine); isExecutable(p) {
 			return p
 		}
 	}
 	pathVar, _ := syscall.Getenv("PATH")
-	for _, d := range strings.Split(pathVar, ":") {
+	for _, d := range split(pathVar, ':') {
 		if d == "" {
 			d = "."
 		}
 		if p := path.Join(d, Engine); isExecutable(p) {
-			if !strings.Contains(p, "/") {
+			if indexByte(p, '/') < 0 {
 				p = "./" + p
 			}
 			return p

@@ -1,10 +1,6 @@
 package execwire
 
-import (
-	"errors"
-	"math"
-	"strconv"
-)
+import "errors"
 
 // The Exec messages are what every served command encodes and decodes
 // first, in a process that has just started. The CBOR library builds its
@@ -114,15 +110,15 @@ func DecodeExecOut(b []byte) (ExecOut, error) {
 		default:
 			var x int64
 			switch {
-			case vmaj == 0 && v <= math.MaxInt64:
+			case vmaj == 0 && v <= maxInt64:
 				x = int64(v)
-			case vmaj == 1 && v <= math.MaxInt64:
+			case vmaj == 1 && v <= maxInt64:
 				x = -1 - int64(v)
 			default:
-				return bad("member " + strconv.FormatUint(key, 10) + " is not an integer")
+				return bad("member " + decimal(key) + " is not an integer")
 			}
 			if int64(int(x)) != x {
-				return bad("member " + strconv.FormatUint(key, 10) + " overflows int")
+				return bad("member " + decimal(key) + " overflows int")
 			}
 			switch key {
 			case 1:
@@ -135,7 +131,7 @@ func DecodeExecOut(b []byte) (ExecOut, error) {
 		}
 	}
 	if len(rest) != 0 {
-		return bad(strconv.Itoa(len(rest)) + " bytes after the map")
+		return bad(decimal(uint64(len(rest))) + " bytes after the map")
 	}
 	return m, nil
 }
@@ -146,11 +142,11 @@ func cborHead(b []byte, major byte, v uint64) []byte {
 	switch {
 	case v < 24:
 		return append(b, m|byte(v))
-	case v <= math.MaxUint8:
+	case v <= 0xff:
 		return append(b, m|24, byte(v))
-	case v <= math.MaxUint16:
+	case v <= 0xffff:
 		return appendBig(append(b, m|25), v, 2)
-	case v <= math.MaxUint32:
+	case v <= 0xffffffff:
 		return appendBig(append(b, m|26), v, 4)
 	}
 	return appendBig(append(b, m|27), v, 8)
@@ -191,11 +187,11 @@ func cborReadHead(b []byte) (major byte, v uint64, rest []byte, ok bool) {
 		return major, uint64(info), b, true
 	case info == 24 && len(b) >= 1 && b[0] >= 24:
 		return major, uint64(b[0]), b[1:], true
-	case info == 25 && len(b) >= 2 && big(b[:2]) > math.MaxUint8:
+	case info == 25 && len(b) >= 2 && big(b[:2]) > 0xff:
 		return major, big(b[:2]), b[2:], true
-	case info == 26 && len(b) >= 4 && big(b[:4]) > math.MaxUint16:
+	case info == 26 && len(b) >= 4 && big(b[:4]) > 0xffff:
 		return major, big(b[:4]), b[4:], true
-	case info == 27 && len(b) >= 8 && big(b[:8]) > math.MaxUint32:
+	case info == 27 && len(b) >= 8 && big(b[:8]) > 0xffffffff:
 		return major, big(b[:8]), b[8:], true
 	}
 	return 0, 0, nil, false
@@ -226,3 +222,5 @@ type wrapped struct {
 
 func (w *wrapped) Error() string { return w.err.Error() + ": " + w.why }
 func (w *wrapped) Unwrap() error { return w.err }
+
+const maxInt64 = 1<<63 - 1 // math.MaxInt64

@@ -2,7 +2,6 @@ package execwire
 
 import (
 	"io"
-	"strconv"
 )
 
 // The front end speaks drpc's wire format (storj.io/drpc/drpcwire) itself:
@@ -153,7 +152,7 @@ func (r *Reader) ReadPacket() (Packet, error) {
 		}
 		p.Data = append(p.Data, fr.data...)
 		if len(p.Data) > r.max {
-			return Packet{}, errProtocol("data overflow (len:" + strconv.Itoa(len(p.Data)) + ")")
+			return Packet{}, errProtocol("data overflow (len:" + decimal(uint64(len(p.Data))) + ")")
 		}
 		if fr.done {
 			r.message++

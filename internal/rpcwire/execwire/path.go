@@ -2,7 +2,6 @@ package execwire
 
 import (
 	"path"
-	"strconv"
 	"syscall"
 )
 
@@ -25,5 +24,5 @@ func SocketAddr(p string) (addr string, release func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + path.Base(p), func() { syscall.Close(fd) }, nil
+	return "/proc/self/fd/" + decimal(uint64(fd)) + "/" + path.Base(p), func() { syscall.Close(fd) }, nil
 }
