@@ -194,6 +194,15 @@ func newApp(e *env, args []string) *cli.App {
 		},
 		Commands: commandsFor(e, args),
 	}
+	if len(app.Commands) == 1 {
+		// The command line names one command and asks for no help (see
+		// commandsFor), so it gets no help flags either: before a command
+		// runs, urfave/cli looks each flag up by each name of every flag,
+		// a regular expression per name, and every flag fewer is time off
+		// every served command.
+		app.HideHelp = true
+		app.Commands[0].HideHelp = true
+	}
 	for _, c := range app.Commands {
 		c.OnUsageError = onUsageError // flag errors of every command are usage errors
 		act := c.Action

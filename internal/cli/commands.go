@@ -1,6 +1,10 @@
 package cli
 
-import "github.com/urfave/cli/v2"
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
 
 // commands are agentstate's commands in the order --help lists them; each
 // lives in its own cmd_<name>.go beside its flags.
@@ -73,7 +77,10 @@ func commandsFor(e *env, args []string) []*cli.Command {
 		return commands(e)
 	}
 	for _, a := range args[1:] {
-		if a == "-h" || a == "--help" || a == "-help" {
+		if a == "--" {
+			break
+		}
+		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); a != name && (name == "h" || name == "help") {
 			return commands(e)
 		}
 	}

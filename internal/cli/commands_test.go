@@ -38,6 +38,10 @@ func TestCommandsFor(t *testing.T) {
 		{[]string{"--store=get", "show"}, []string{"show"}},
 		{[]string{"--agent", "log", "get", "k"}, []string{"get"}}, // a flag's value is not the command
 		{[]string{"get", "--help"}, nil},
+		{[]string{"get", "k", "-help"}, nil},
+		{[]string{"get", "--h=true"}, nil},
+		{[]string{"put", "--", "--help"}, []string{"put"}}, // a value, not a flag
+		{[]string{"get", "--helpful"}, []string{"get"}},
 		{[]string{"-h"}, nil},
 		{[]string{"help", "get"}, nil},
 		{[]string{"no-such-command"}, nil},
@@ -48,5 +52,20 @@ func TestCommandsFor(t *testing.T) {
 		if c.want == nil && len(got) != all || c.want != nil && !slices.Equal(got, c.want) {
 			t.Errorf("%q built %v, want %v (nil: all %d)", c.args, got, c.want, all)
 		}
+	}
+}
+
+// A command line that builds one command gets no help flags (urfave/cli
+// looks every flag up by every name before a command runs); help still
+// works, through the whole tree.
+func TestOneCommandHasNoHelpFlags(t *testing.T) {
+	e := &env{}
+	app := newApp(e, []string{"agentstate", "get", "k"})
+	if !app.HideHelp || len(app.Commands) != 1 || !app.Commands[0].HideHelp {
+		t.Fatalf("get k: app.HideHelp %v, %d commands", app.HideHelp, len(app.Commands))
+	}
+	app = newApp(e, []string{"agentstate", "get", "--help"})
+	if app.HideHelp || len(app.Commands) != len(commandTable) {
+		t.Fatalf("get --help: app.HideHelp %v, %d commands", app.HideHelp, len(app.Commands))
 	}
 }
