@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -52,20 +51,39 @@ func newRunner(cfg *config) (*runner, error) {
 	return &runner{env: cmdEnv(home)}, nil
 }
 
-// run runs one command in dir and returns its stdout and wall time.
+// run runs one command in dir and returns its stdout and wall time. The
+// command writes its output to files, not pipes: a pipe needs goroutines in
+// this process to drain it, and on a small machine their wake-ups compete
+// with the command being timed.
 func (r *runner) run(ctx context.Context, dir string, extraEnv []string, name string, args ...string) (string, time.Duration, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(append([]string(nil), r.env...), extraEnv...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	t0 := time.Now()
-	err := cmd.Run()
-	d := time.Since(t0)
+	outf, err := os.CreateTemp("", "bench-out-")
 	if err != nil {
-		return out.String(), d, fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, tail(errb.String()))
+		return "", 0, err
 	}
-	return out.String(), d, nil
+	defer os.Remove(outf.Name())
+	defer outf.Close()
+	errf, err := os.CreateTemp("", "bench-err-")
+	if err != nil {
+		return "", 0, err
+	}
+	defer os.Remove(errf.Name())
+	defer errf.Close()
+	cmd.Stdout, cmd.Stderr = outf, errf
+	t0 := time.Now()
+	err = cmd.Run()
+	d := time.Since(t0)
+	out, rerr := os.ReadFile(outf.Name())
+	if rerr != nil {
+		return "", d, rerr
+	}
+	if err != nil {
+		errb, _ := os.ReadFile(errf.Name())
+		return string(out), d, fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, tail(string(errb)))
+	}
+	return string(out), d, nil
 }
 
 // seq runs commands one after the other and returns their total time.

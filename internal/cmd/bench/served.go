@@ -70,8 +70,24 @@ type timed func(i int) (time.Duration, error)
 // pair runs a and g alternately, one warm-up each then cfg.reps timed
 // runs, and returns their medians.
 func pair(cfg *config, a, g timed) (am, gm time.Duration, err error) {
+	return pairN(cfg.reps, a, g)
+}
+
+// startReps is how many times pairN runs the commands that take a couple
+// of milliseconds (a served get, git cat-file, a hello-world program): on a
+// small shared machine one such run varies by a quarter or more, and a
+// median of a handful cannot tell a few per cent apart.
+func startReps(cfg *config) int {
+	if cfg.quick {
+		return max(cfg.reps, 60)
+	}
+	return max(cfg.reps, 300)
+}
+
+// pairN is pair with n timed runs of each.
+func pairN(n int, a, g timed) (am, gm time.Duration, err error) {
 	var as, gs []time.Duration
-	for i := range cfg.reps + 1 {
+	for i := range n + 1 {
 		da, err := a(i)
 		if err != nil {
 			return 0, 0, err
@@ -217,7 +233,7 @@ func w10Served(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 	if err != nil {
 		return nil, fmt.Errorf("served log: %w", err)
 	}
-	sGet, gGet, err := pair(cfg, asGet, gitGet)
+	sGet, gGet, err := pairN(startReps(cfg), asGet, gitGet)
 	if err != nil {
 		return nil, fmt.Errorf("served get: %w", err)
 	}
@@ -234,7 +250,7 @@ func w10Served(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 		_, d, err := r.run(ctx, cfg.work, nil, hello)
 		return d, err
 	}
-	stGet, hw, err := pair(cfg, asGet, helloRun)
+	stGet, hw, err := pairN(startReps(cfg), asGet, helloRun)
 	if err != nil {
 		return nil, err
 	}
