@@ -34,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -219,8 +220,7 @@ func (s *Server) serve(ctx context.Context, l net.Listener, local, count bool) {
 	srv := drpcserver.NewWithOptions(&handler{s: s, local: local}, drpcserver.Options{
 		Manager: ManagerOptions(),
 		Log: func(err error) {
-			// A client that goes away is not news.
-			if s.opts.Logf != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "EOF") {
+			if s.opts.Logf != nil && !clientGone(err) {
 				s.opts.Logf("serve: %v", err)
 			}
 		},
@@ -233,6 +233,15 @@ func (s *Server) serve(ctx context.Context, l net.Listener, local, count bool) {
 		}
 		srv.Serve(ctx, l)
 	}()
+}
+
+// clientGone reports whether err only says that a client went away: it
+// closed its connection (the agentstate command exits as soon as it has its
+// exit code, whatever the server still sends), or was killed or interrupted
+// in the middle. That is not news.
+func clientGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "EOF")
 }
 
 // ManagerOptions are drpc's connection options on both ends: messages are
