@@ -2,6 +2,7 @@ package ens
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
 )
@@ -29,13 +30,15 @@ const (
 ]`
 )
 
+// The ABIs are parsed on first use, not at start-up: every agentstate
+// process links this package, and few of them speak to a chain.
 var (
-	registryABI = mustABI(registryABIJSON)
-	resolverABI = mustABI(resolverABIJSON)
+	registryABI = sync.OnceValue(func() abi.ABI { return mustABI(registryABIJSON) })
+	resolverABI = sync.OnceValue(func() abi.ABI { return mustABI(resolverABIJSON) })
 )
 
-// mustABI parses a constant of this file; a failure is a programming error
-// caught by every test run, never a reaction to input.
+// mustABI parses a constant of this package; a failure is a programming
+// error caught by every test run, never a reaction to input.
 func mustABI(s string) abi.ABI {
 	a, err := abi.JSON(strings.NewReader(s))
 	if err != nil {

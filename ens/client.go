@@ -143,13 +143,13 @@ func (c *Client) Owner(ctx context.Context, name string) (common.Address, error)
 }
 
 func (c *Client) callAddress(ctx context.Context, name, what string, to common.Address, method string, n [32]byte) (common.Address, error) {
-	out, err := c.call(ctx, name, what, to, registryABI, method, n)
+	out, err := c.call(ctx, name, what, to, registryABI(), method, n)
 	if err != nil {
 		return common.Address{}, err
 	}
 	addr, ok := out[0].(common.Address)
 	if !ok {
-		return common.Address{}, &Error{Op: opName(registryABI, method, what, to), Name: name,
+		return common.Address{}, &Error{Op: opName(registryABI(), method, what, to), Name: name,
 			Err: fmt.Errorf("%w: got %T, want address", ErrBadResponse, out[0])}
 	}
 	return addr, nil
@@ -171,13 +171,13 @@ func (c *Client) Text(ctx context.Context, name, key string) (string, error) {
 }
 
 func (c *Client) text(ctx context.Context, name string, res common.Address, n [32]byte, key string) (string, error) {
-	out, err := c.call(ctx, name, "resolver", res, resolverABI, "text", n, key)
+	out, err := c.call(ctx, name, "resolver", res, resolverABI(), "text", n, key)
 	if err != nil {
 		return "", err
 	}
 	s, ok := out[0].(string)
 	if !ok {
-		return "", &Error{Op: opName(resolverABI, "text", "resolver", res), Name: name,
+		return "", &Error{Op: opName(resolverABI(), "text", "resolver", res), Name: name,
 			Err: fmt.Errorf("%w: got %T, want string", ErrBadResponse, out[0])}
 	}
 	return s, nil
@@ -281,8 +281,8 @@ func (c *Client) simulateSetText(ctx context.Context, name, key, value string, s
 		return tx, err
 	}
 	from := crypto.PubkeyToAddress(signer.PublicKey)
-	op := opName(resolverABI, "setText", "resolver", res)
-	data, err := resolverABI.Pack("setText", n, key, value)
+	op := opName(resolverABI(), "setText", "resolver", res)
+	data, err := resolverABI().Pack("setText", n, key, value)
 	if err != nil {
 		return tx, &Error{Op: op, Name: name, Err: fmt.Errorf("encode call: %w", err)}
 	}
@@ -354,7 +354,7 @@ func (c *Client) send(ctx context.Context, name, op string, from, to common.Addr
 
 // refused explains a resolver revert of setText: unauthorised signer or not.
 func (c *Client) refused(ctx context.Context, name string, n [32]byte, from, res common.Address, tx common.Hash, cause error) error {
-	op := opName(resolverABI, "setText", "resolver", res)
+	op := opName(resolverABI(), "setText", "resolver", res)
 	if tx != (common.Hash{}) {
 		op += " transaction " + tx.Hex()
 	}

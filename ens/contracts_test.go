@@ -31,10 +31,10 @@ func TestABIFragments(t *testing.T) {
 		method    string
 		selector  string
 	}{
-		{registryABI, reg.ABI, "resolver", "0x0178b8bf"},
-		{registryABI, reg.ABI, "owner", "0x02571be3"},
-		{resolverABI, res.ABI, "text", "0x59d1d43c"},
-		{resolverABI, res.ABI, "setText", "0x10f13a8c"},
+		{registryABI(), reg.ABI, "resolver", "0x0178b8bf"},
+		{registryABI(), reg.ABI, "owner", "0x02571be3"},
+		{resolverABI(), res.ABI, "text", "0x59d1d43c"},
+		{resolverABI(), res.ABI, "setText", "0x10f13a8c"},
 	} {
 		m, ok := tc.own.Methods[tc.method]
 		if !ok {

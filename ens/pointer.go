@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"fmt"
+	"sync"
 
 	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 )
@@ -56,10 +58,12 @@ const BindingKey = "agent-snapshot-binding"
 // multicall(bytes[]) (selector 0xac9650d8): several calls to the resolver in
 // one transaction, each run as if sent by the caller. The ENS PublicResolver
 // has had it since @ensdomains/resolver 0.2.x.
-var multicallABI = mustABI(`[
+var multicallABI = sync.OnceValue(func() abi.ABI {
+	return mustABI(`[
  {"type":"function","name":"multicall","stateMutability":"nonpayable",
   "inputs":[{"name":"data","type":"bytes[]"}],"outputs":[{"name":"results","type":"bytes[]"}]}
 ]`)
+})
 
 // ReadPointerPair returns name's PointerKey and BindingKey text records, read
 // from the same resolver. An unset PointerKey is an error matching
@@ -129,16 +133,16 @@ func (c *Client) WritePointerPair(ctx context.Context, name, blobID, binding str
 	if len(todo) > 1 {
 		calls := make([][]byte, len(todo))
 		for i, r := range todo {
-			if calls[i], err = resolverABI.Pack("setText", n, r.key, r.value); err != nil {
+			if calls[i], err = resolverABI().Pack("setText", n, r.key, r.value); err != nil {
 				return common.Hash{}, &Error{Op: "setText", Name: name, Err: fmt.Errorf("encode call: %w", err)}
 			}
 		}
-		data, err := multicallABI.Pack("multicall", calls)
+		data, err := multicallABI().Pack("multicall", calls)
 		if err != nil {
 			return common.Hash{}, &Error{Op: "multicall", Name: name, Err: fmt.Errorf("encode call: %w", err)}
 		}
 		from := crypto.PubkeyToAddress(signer.PublicKey)
-		op := opName(multicallABI, "multicall", "resolver", res)
+		op := opName(multicallABI(), "multicall", "resolver", res)
 		gas, err := c.backend.EstimateGas(ctx, ethereum.CallMsg{From: from, To: &res, Data: data})
 		switch {
 		case err == nil:

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"regexp"
 	"sync"
 
 	"github.com/agentstate/agentstate/objects"
@@ -40,16 +39,23 @@ var (
 	ErrNothingRedo = errors.New("refs: nothing to redo")
 )
 
-var agentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // ValidateAgent checks an agent name: 1-64 characters of [A-Za-z0-9._-],
-// starting with a letter or digit.
+// starting with a letter or digit. (Checked by hand: the equivalent regular
+// expression took a quarter of a millisecond to compile at every start of
+// every command.)
 func ValidateAgent(name string) error {
-	if !agentRE.MatchString(name) {
+	ok := len(name) >= 1 && len(name) <= 64 && isAlnum(name[0])
+	for i := 1; ok && i < len(name); i++ {
+		c := name[i]
+		ok = isAlnum(c) || c == '.' || c == '_' || c == '-'
+	}
+	if !ok {
 		return fmt.Errorf("%w: %q (use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit)", ErrBadAgent, name)
 	}
 	return nil
 }
+
+func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
 
 // ConflictError reports a compare-and-swap that found HEAD elsewhere.
 type ConflictError struct {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -198,5 +200,21 @@ func TestVerifyBesideAWriter(t *testing.T) {
 	}
 	if moves != 3 {
 		t.Fatalf("the writer moved HEAD %d times during verify, want 3", moves)
+	}
+}
+
+// ValidateAgent accepts exactly the names ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$
+// matches.
+func TestValidateAgentMatchesPattern(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	names := []string{"", "a", "A", "0", ".", "_", "-", "a.b_c-d", ".a", "-a", "a b", "a/b", "é", "a\x00",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), strings.Repeat("a", 65), "a\n", "Z9", "z-", "a..", "[a]"}
+	for c := 0; c < 256; c++ {
+		names = append(names, string([]byte{byte(c)}), "a"+string([]byte{byte(c)}))
+	}
+	for _, n := range names {
+		if got, want := refs.ValidateAgent(n) == nil, re.MatchString(n); got != want {
+			t.Errorf("ValidateAgent(%q) accepts: %v, the pattern: %v", n, got, want)
+		}
 	}
 }
