@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -51,7 +52,8 @@ var (
 	ErrUntrusted = errors.New("history: manifest not signed by a trusted operator key")
 	// ErrBadPack: a pack whose bytes or content contradict its manifest.
 	ErrBadPack = errors.New("history: pack contradicts its manifest")
-	// ErrPackTooLarge: a push whose pack would exceed Shipper.MaxPack.
+	// ErrPackTooLarge: a push with a commit whose own pack would exceed
+	// Shipper.MaxPack (a history of smaller commits is split).
 	ErrPackTooLarge = errors.New("history: pack too large")
 	// ErrNoHistory: no manifest is published for the agent.
 	ErrNoHistory = errors.New("history: no history published")
@@ -314,9 +316,10 @@ type Shipper struct {
 	Options walrus.StoreOptions
 	// MaxPack bounds the bytes of one pack's CAR (default
 	// snapshot.DefaultCARMaxStaged, what a reader holds in memory while it
-	// checks a pack): a push that would make a larger pack is refused
-	// before anything is uploaded, rather than publishing a history no
-	// reader takes.
+	// checks a pack): a push whose new history is larger goes out in
+	// several packs, and one with a single commit that alone is larger is
+	// refused before anything is uploaded, rather than publishing a
+	// history no reader takes.
 	MaxPack int64
 	// OperatorKeys is the store metadata prefix under which operator keys
 	// trusted for receipts are recorded (runtime.OperatorKeyPrefix): a push
@@ -420,10 +423,11 @@ type Pushed struct {
 }
 
 // Push ships the history of agent's HEAD: one pack of the blocks new since
-// the packs of the published manifest (if its signer is key), with the
-// receipt lines new since, then a new manifest naming every pack in order,
-// signed with key, then the pointer. With nothing new it returns the
-// published manifest and ships nothing.
+// the packs of the published manifest (if its signer is key), or several
+// when one would exceed MaxPack, with the receipt lines new since (with the
+// last pack), then a new manifest naming every pack in order, signed with
+// key, then the pointer. With nothing new it returns the published
+// manifest and ships nothing.
 func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey) (*Pushed, error) {
 	h, err := s.Repo.Refs.Head(ctx, agent)
 	if err != nil {
@@ -482,46 +486,31 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if prev != nil && prev.Receipts != nil && prev.Receipts.Lines <= len(tape) && sha256Hex(ndjson(tape[:prev.Receipts.Lines])) == prev.Receipts.SHA256 {
 		newLines = tape[prev.Receipts.Lines:]
 	}
-	// What the earlier packs carry, found without walking the whole
-	// history's trees: the commits their heads reach (the commit graph
-	// only), where the new pack's walk stops, and the blocks of the heads'
-	// own trees, which it leaves out. (A block of an older tree that comes
-	// back is sent again: a reader stores it once.)
 	var heads []objects.CID
 	for _, p := range m.Packs {
 		heads = append(heads, p.Head)
 	}
-	oldCommits, err := s.commitsOf(ctx, heads, lo)
-	if err != nil {
+	base := &packBase{commits: map[objects.CID]bool{}, blocks: dag.Reach{}}
+	if err := s.extendBase(ctx, base, heads, lo); err != nil {
 		return nil, err
 	}
-	had := dag.Reach{}
-	if len(heads) > 0 {
-		all := func(objects.CID, objects.CID) bool { return true } // the heads and their trees
-		if had, _, err = dag.Walk(ctx, s.Repo.Blocks, heads, dag.WalkOptions{Cut: all}); err != nil {
-			return nil, err
-		}
-	}
-	pack := Pack{Head: h.Commit}
-	cut := func(child, parent objects.CID) bool {
-		if lo.Cut != nil && lo.Cut(child, parent) {
-			pack.Cuts = append(pack.Cuts, repo.CutLink{Commit: child, Parents: []objects.CID{parent}})
-			return true
-		}
-		return oldCommits[parent]
-	}
-	var car bytes.Buffer
-	st, err := snapshot.WriteCARSince(ctx, &car, s.Repo.Blocks, h.Commit, cut, func(c objects.CID) bool { _, ok := had[c]; return ok })
-	if err != nil {
-		return nil, err
-	}
-	pack.Blocks = st.Blocks
 	maxPack := s.MaxPack
 	if maxPack <= 0 {
 		maxPack = snapshot.DefaultCARMaxStaged
 	}
+	// The new history goes in one pack, or, when that would be larger than
+	// a reader takes, in several (splitPacks).
+	plan := []objects.CID{h.Commit}
+	var car bytes.Buffer
+	pack, st, err := s.writePack(ctx, &car, h.Commit, base, lo)
+	if err != nil {
+		return nil, err
+	}
 	if st.Bytes > maxPack {
-		return nil, fmt.Errorf("%w: the pack would hold %d MiB, more than a reader takes in one pack (%d MiB); nothing was uploaded", ErrPackTooLarge, st.Bytes>>20, maxPack>>20)
+		car = bytes.Buffer{}
+		if plan, err = s.splitPacks(ctx, h.Commit, base, lo, maxPack); err != nil {
+			return nil, err
+		}
 	}
 	// A pointer that can check the record update first (ENS: the signer
 	// may set the name's record) does so before anything is uploaded.
@@ -530,17 +519,33 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 			return nil, fmt.Errorf("%w (nothing was uploaded)", err)
 		}
 	}
-	if pack.Blob, pack.SHA256, pack.Size, err = s.putSealed(ctx, car.Bytes()); err != nil {
-		return nil, fmt.Errorf("storing the pack: %w", err)
-	}
-	if len(newLines) > 0 {
-		rb := &ReceiptBlob{Lines: len(newLines)}
-		if rb.Blob, rb.SHA256, rb.Size, err = s.putSealed(ctx, ndjson(newLines)); err != nil {
-			return nil, fmt.Errorf("storing the receipts: %w", err)
+	for i, head := range plan {
+		if len(plan) > 1 {
+			car.Reset()
+			if pack, st, err = s.writePack(ctx, &car, head, base, lo); err != nil {
+				return nil, err
+			}
+			if st.Bytes > maxPack { // splitPacks measured it
+				return nil, fmt.Errorf("history: pack %d of %d came to %d bytes, over %d", i+1, len(plan), st.Bytes, maxPack)
+			}
 		}
-		pack.Receipts = rb
+		if pack.Blob, pack.SHA256, pack.Size, err = s.putSealed(ctx, car.Bytes()); err != nil {
+			return nil, fmt.Errorf("storing the pack: %w", err)
+		}
+		if i == len(plan)-1 && len(newLines) > 0 {
+			rb := &ReceiptBlob{Lines: len(newLines)}
+			if rb.Blob, rb.SHA256, rb.Size, err = s.putSealed(ctx, ndjson(newLines)); err != nil {
+				return nil, fmt.Errorf("storing the receipts: %w", err)
+			}
+			pack.Receipts = rb
+		}
+		m.Packs = append(m.Packs, pack)
+		if i < len(plan)-1 {
+			if err := s.extendBase(ctx, base, []objects.CID{head}, lo); err != nil {
+				return nil, err
+			}
+		}
 	}
-	m.Packs = append(m.Packs, pack)
 	if err := m.Sign(key); err != nil {
 		return nil, err
 	}
@@ -559,22 +564,39 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	return &Pushed{Manifest: m, Ref: ref, Added: true}, nil
 }
 
-// commitsOf returns the commits heads reach, following parent links the
-// agent's history keeps (lo: not across its cuts, and not to a missing
-// parent behind any checkpoint).
-func (s *Shipper) commitsOf(ctx context.Context, heads []objects.CID, lo dag.LogOptions) (map[objects.CID]bool, error) {
-	seen := map[objects.CID]bool{}
+// packBase is what the packs before a new one carry, found without walking
+// the whole history's trees: the commits their heads reach (the commit
+// graph only), where the new pack's walk stops, and the blocks of the
+// heads' own trees, which it leaves out. (A block of an older tree that
+// comes back is sent again: a reader stores it once.)
+type packBase struct {
+	commits map[objects.CID]bool
+	blocks  dag.Reach
+}
+
+func (b *packBase) clone() *packBase {
+	return &packBase{commits: maps.Clone(b.commits), blocks: maps.Clone(b.blocks)}
+}
+
+// extendBase adds the packs with these heads to b: the commits they reach,
+// following the parent links the agent's history keeps (lo: not across its
+// cuts, and not to a missing parent behind any checkpoint), and the blocks
+// of their trees.
+func (s *Shipper) extendBase(ctx context.Context, b *packBase, heads []objects.CID, lo dag.LogOptions) error {
+	if len(heads) == 0 {
+		return nil
+	}
 	stack := slices.Clone(heads)
 	for len(stack) > 0 {
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if seen[c] {
+		if b.commits[c] {
 			continue
 		}
-		seen[c] = true
+		b.commits[c] = true
 		cm, err := s.Repo.Commit(ctx, c)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, p := range cm.Parents {
 			if lo.Cut != nil && lo.Cut(c, p) {
@@ -582,7 +604,7 @@ func (s *Shipper) commitsOf(ctx context.Context, heads []objects.CID, lo dag.Log
 			}
 			if lo.Gone != nil && lo.Gone(c, p) {
 				if ok, err := s.Repo.Blocks.Has(ctx, p); err != nil {
-					return nil, err
+					return err
 				} else if !ok {
 					continue
 				}
@@ -590,7 +612,105 @@ func (s *Shipper) commitsOf(ctx context.Context, heads []objects.CID, lo dag.Log
 			stack = append(stack, p)
 		}
 	}
-	return seen, nil
+	all := func(objects.CID, objects.CID) bool { return true } // the heads and their trees
+	trees, _, err := dag.Walk(ctx, s.Repo.Blocks, heads, dag.WalkOptions{Cut: all})
+	if err != nil {
+		return err
+	}
+	maps.Copy(b.blocks, trees)
+	return nil
+}
+
+// writePack writes to w the pack ending at head that follows the packs of
+// b: the CAR of what head reaches and b does not carry, with the parent
+// links lo cuts named in the pack.
+func (s *Shipper) writePack(ctx context.Context, w io.Writer, head objects.CID, b *packBase, lo dag.LogOptions) (Pack, snapshot.CARStats, error) {
+	pack := Pack{Head: head}
+	cut := func(child, parent objects.CID) bool {
+		if lo.Cut != nil && lo.Cut(child, parent) {
+			pack.Cuts = append(pack.Cuts, repo.CutLink{Commit: child, Parents: []objects.CID{parent}})
+			return true
+		}
+		return b.commits[parent]
+	}
+	st, err := snapshot.WriteCARSince(ctx, w, s.Repo.Blocks, head, cut, func(c objects.CID) bool { _, ok := b.blocks[c]; return ok })
+	pack.Blocks = st.Blocks
+	return pack, st, err
+}
+
+// sizeText is n bytes in MiB, or KiB below one MiB.
+func sizeText(n int64) string {
+	if n < 1<<20 {
+		return strconv.FormatInt((n+1023)>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n>>20, 10) + " MiB"
+}
+
+// splitPacks returns the heads of the packs that carry head's history past
+// b when one pack would hold more than max bytes: commits of head's
+// first-parent line, oldest first, each pack ending at the newest commit
+// whose pack still fits (a pack grows along the line, so a binary search
+// finds it; sizes are counted, not held). A commit that alone adds more
+// than max is refused, and nothing is uploaded.
+func (s *Shipper) splitPacks(ctx context.Context, head objects.CID, b *packBase, lo dag.LogOptions, max int64) ([]objects.CID, error) {
+	var line []objects.CID // newest first, back to the packs before
+	for c := head; ; {
+		line = append(line, c)
+		cm, err := s.Repo.Commit(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if len(cm.Parents) == 0 {
+			break
+		}
+		p := cm.Parents[0]
+		if b.commits[p] || lo.Cut != nil && lo.Cut(c, p) {
+			break
+		}
+		if lo.Gone != nil && lo.Gone(c, p) {
+			if ok, err := s.Repo.Blocks.Has(ctx, p); err != nil {
+				return nil, err
+			} else if !ok {
+				break
+			}
+		}
+		c = p
+	}
+	slices.Reverse(line)
+	b = b.clone()
+	var plan []objects.CID
+	for from := 0; from < len(line); {
+		size := func(i int) (int64, error) {
+			_, st, err := s.writePack(ctx, io.Discard, line[i], b, lo)
+			return st.Bytes, err
+		}
+		best := -1
+		for l, h := from, len(line)-1; l <= h; {
+			mid := l + (h-l)/2
+			n, err := size(mid)
+			if err != nil {
+				return nil, err
+			}
+			if n <= max {
+				best, l = mid, mid+1
+			} else {
+				h = mid - 1
+			}
+		}
+		if best < 0 {
+			n, err := size(from)
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: commit %s alone adds %s, more than a reader takes in one pack (%s); nothing was uploaded", ErrPackTooLarge, line[from].Short(), sizeText(n), sizeText(max))
+		}
+		plan = append(plan, line[best])
+		if err := s.extendBase(ctx, b, []objects.CID{line[best]}, lo); err != nil {
+			return nil, err
+		}
+		from = best + 1
+	}
+	return plan, nil
 }
 
 // Fetched is a history Fetch read into the store.

@@ -412,7 +412,9 @@ func TestPackTooLarge(t *testing.T) {
 		return n
 	}
 	before := files()
-	if _, err := sh.Push(ctx, "lumen", f.operator); !errors.Is(err, history.ErrPackTooLarge) {
+	_, err = sh.Push(ctx, "lumen", f.operator)
+	t.Log(err)
+	if !errors.Is(err, history.ErrPackTooLarge) || !strings.Contains(err.Error(), "alone") {
 		t.Fatalf("push of an oversized pack: %v", err)
 	}
 	if after := files(); after != before {
@@ -500,5 +502,73 @@ func TestHostileReceiptsAndPointer(t *testing.T) {
 		if _, err := f.ptr.ReadHistory(ctx, "lumen"); !errors.Is(err, history.ErrBadManifest) {
 			t.Errorf("pointer %s: %v, want ErrBadManifest", name, err)
 		}
+	}
+}
+
+// A history larger than a reader takes in one pack goes out in several,
+// each ending at a commit of HEAD's line and none larger than the bound;
+// a fresh store rebuilds it commit for commit, and the next push adds one
+// pack as usual.
+func TestPushSplitsLargeHistory(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	for i := range 30 {
+		put(t, f.src, fmt.Sprint("k", i%7), strings.Repeat(fmt.Sprint(i, "-"), 1000)) // 3-4 KiB each
+	}
+	sh := f.shipper(f.src)
+	sh.MaxPack = 20 << 10
+	m, err := sh.Push(ctx, "lumen", f.operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d packs", len(m.Packs))
+	if len(m.Packs) < 5 {
+		t.Fatalf("%d packs for about 120 KiB of history in packs of at most 20 KiB", len(m.Packs))
+	}
+	line := logOf(t, f.src) // newest first
+	pos := map[objects.CID]int{}
+	for i, c := range line {
+		pos[c] = i
+	}
+	for i, p := range m.Packs {
+		rc, err := f.blobs.Get(ctx, p.Blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plain bytes.Buffer
+		err = f.cipher.Decrypt(ctx, &plain, rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain.Len() > int(sh.MaxPack) {
+			t.Errorf("pack %d is %d bytes, over %d", i+1, plain.Len(), sh.MaxPack)
+		}
+		at, ok := pos[p.Head]
+		if !ok || i > 0 && at >= pos[m.Packs[i-1].Head] {
+			t.Errorf("pack %d ends at %s, not at a commit of HEAD's line after the pack before", i+1, p.Head.Short())
+		}
+	}
+	if m.Packs[len(m.Packs)-1].Head != line[0] {
+		t.Fatal("the last pack does not end at HEAD")
+	}
+	dst := repo.New(memory.New())
+	fe, err := f.shipper(dst).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.Integrate(ctx, "lumen", fe.Manifest.Head, true, refs.OpRestore, "restore --history"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(logOf(t, dst), line) {
+		t.Fatal("the restored log differs from the original")
+	}
+	if rep, err := dst.Verify(ctx); err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+	put(t, f.src, "new", "n")
+	m2, err := sh.Push(ctx, "lumen", f.operator)
+	if err != nil || len(m2.Packs) != len(m.Packs)+1 || m2.Packs[len(m.Packs)].Blocks > 8 {
+		t.Fatalf("the push after: %v, %d packs (before %d)", err, len(m2.Packs), len(m.Packs))
 	}
 }
