@@ -420,6 +420,9 @@ type Pushed struct {
 	*Manifest
 	Ref   Ref  // the pointer's value: the manifest's blob, sha256 and size
 	Added bool // a pack was added (false: nothing was new; the published manifest)
+	// PacksAdded is how many: the last ones of Packs (more than one when
+	// the new history did not fit in one pack).
+	PacksAdded int
 }
 
 // Push ships the history of agent's HEAD: one pack of the blocks new since
@@ -561,7 +564,7 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if err := s.Pointer.WriteHistory(ctx, agent, ref); err != nil {
 		return nil, fmt.Errorf("publishing the manifest: %w", err)
 	}
-	return &Pushed{Manifest: m, Ref: ref, Added: true}, nil
+	return &Pushed{Manifest: m, Ref: ref, Added: true, PacksAdded: len(plan)}, nil
 }
 
 // packBase is what the packs before a new one carry, found without walking

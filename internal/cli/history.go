@@ -36,7 +36,9 @@ type historyPushed struct {
 	Pointer  string        `json:"pointer"`
 	Head     string        `json:"head"`
 	Packs    int           `json:"packs"`
-	Pack     *history.Pack `json:"pack,omitempty"` // the pack this push added
+	Pack     *history.Pack `json:"pack,omitempty"` // the (last) pack this push added
+	Added    int           `json:"added"`          // packs this push added (more than one: a history too large for one)
+	Blocks   int           `json:"blocks"`         // blocks in them
 	Signer   string        `json:"signer"`
 }
 
@@ -63,6 +65,10 @@ func (e *env) pushHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline) (*
 	out := &historyPushed{Manifest: m.Ref.String(), Head: m.Head.String(), Packs: len(m.Packs), Signer: m.Operator}
 	if m.Added {
 		out.Pack = &m.Packs[len(m.Packs)-1]
+		out.Added = m.PacksAdded
+		for _, p := range m.Packs[len(m.Packs)-m.PacksAdded:] {
+			out.Blocks += p.Blocks
+		}
 	}
 	switch ptr := s.Pointer.(type) {
 	case ens.HistoryPointer:
@@ -82,8 +88,13 @@ func (e *env) printHistoryPushed(h *historyPushed) {
 		if h.Pack.Receipts != nil {
 			receipts = h.Pack.Receipts.Lines
 		}
-		fmt.Fprintf(e.stdout, "history: pack %d of %d blocks and %d receipts as blob %s; manifest signed by %s…\n",
-			h.Packs, h.Pack.Blocks, receipts, h.Pack.Blob, h.Signer[:16])
+		if h.Added > 1 {
+			fmt.Fprintf(e.stdout, "history: packs %d–%d (%d packs: the new history is larger than one pack takes) of %d blocks and %d receipts, the last as blob %s; manifest signed by %s…\n",
+				h.Packs-h.Added+1, h.Packs, h.Added, h.Blocks, receipts, h.Pack.Blob, h.Signer[:16])
+		} else {
+			fmt.Fprintf(e.stdout, "history: pack %d of %d blocks and %d receipts as blob %s; manifest signed by %s…\n",
+				h.Packs, h.Pack.Blocks, receipts, h.Pack.Blob, h.Signer[:16])
+		}
 	}
 	fmt.Fprintf(e.stdout, "history pointer: %s = %s\n", h.Pointer, h.Manifest)
 }
