@@ -100,7 +100,9 @@ type Retention struct {
 	Policy repo.Policy
 	// Every is how often (default an hour).
 	Every time.Duration
-	// OnForget, if set, is called with each agent's outcome.
+	// OnForget, if set, is called with each agent's report, then once with
+	// agent "": the collection that follows them all in rep.GC, or the
+	// error that ended the round (it names the agent it stopped at).
 	OnForget func(agent string, rep repo.ForgetReport, err error)
 }
 
@@ -284,15 +286,19 @@ func (rt *Runtime) applyRetention(ctx context.Context, o Retention) {
 		}
 		return
 	}
-	for _, h := range heads {
-		rep, err := rt.repo.Forget(ctx, h.Agent, o.Policy, false)
-		if ctx.Err() != nil {
-			return
-		}
-		if o.OnForget != nil {
-			o.OnForget(h.Agent, rep, err)
-		}
+	agents := make([]string, len(heads))
+	for i, h := range heads {
+		agents[i] = h.Agent
 	}
+	// One collection after every agent's cut: it walks the whole store.
+	reps, gc, err := rt.repo.ForgetAgents(ctx, agents, o.Policy, false)
+	if ctx.Err() != nil || o.OnForget == nil {
+		return
+	}
+	for _, rep := range reps {
+		o.OnForget(rep.Agent, rep, nil)
+	}
+	o.OnForget("", repo.ForgetReport{GC: gc}, err)
 }
 
 func openRepo(opts Options) (*repo.Repo, error) {

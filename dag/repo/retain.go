@@ -453,45 +453,107 @@ type ForgetReport struct {
 // make reachable; the caller must not hold the write gate.
 func (r *Repo) Forget(ctx context.Context, agent string, p Policy, dryRun bool) (ForgetReport, error) {
 	if f, ok := r.Storage.(Forgetter); ok {
-		return f.Forget(ctx, agent, p, dryRun) // a served store forgets in its server
+		reps, gc, err := f.ForgetAgents(ctx, []string{agent}, p, dryRun) // in the server
+		if err != nil {
+			return ForgetReport{}, err
+		}
+		if len(reps) != 1 {
+			return ForgetReport{}, fmt.Errorf("forget: the server reported %d agents for one", len(reps))
+		}
+		reps[0].GC = gc
+		return reps[0], nil
 	}
 	release, err := r.gate.exclusive(ctx)
 	if err != nil {
 		return ForgetReport{}, err
 	}
 	defer release()
+	planned := map[string]*Checkpoint{}
+	rep, err := r.forgetOne(ctx, agent, p, dryRun, planned)
+	if err != nil {
+		return rep, err
+	}
+	if dryRun {
+		rep.GC, err = r.collect(ctx, true, planned)
+	} else {
+		rep.GC, err = r.collect(ctx, false, nil)
+	}
+	return rep, err
+}
+
+// ForgetAgents is Forget of several agents, one after the other, with one
+// collection at the end instead of one per agent (a collection walks the
+// whole store). The reports say what each agent's policy cut; the
+// collection's report, for all of them, is returned beside them. An
+// agent's failure stops there, with an error that names it: the agents
+// before it are cut and collected, and their reports returned.
+func (r *Repo) ForgetAgents(ctx context.Context, agents []string, p Policy, dryRun bool) ([]ForgetReport, GCReport, error) {
+	if len(agents) == 0 {
+		return nil, GCReport{}, nil
+	}
+	if f, ok := r.Storage.(Forgetter); ok {
+		return f.ForgetAgents(ctx, agents, p, dryRun) // a served store forgets in its server
+	}
+	release, err := r.gate.exclusive(ctx)
+	if err != nil {
+		return nil, GCReport{}, err
+	}
+	defer release()
+	var reps []ForgetReport
+	planned := map[string]*Checkpoint{}
+	for _, agent := range agents {
+		rep, err := r.forgetOne(ctx, agent, p, dryRun, planned)
+		if err != nil {
+			err = fmt.Errorf("forget %s: %w", agent, err)
+			if dryRun || len(reps) == 0 {
+				return reps, GCReport{}, err
+			}
+			gc, gerr := r.collect(ctx, false, nil) // what the agents before were cut of
+			return reps, gc, errors.Join(err, gerr)
+		}
+		reps = append(reps, rep)
+	}
+	if dryRun {
+		gc, err := r.collect(ctx, true, planned)
+		return reps, gc, err
+	}
+	gc, err := r.collect(ctx, false, nil)
+	return reps, gc, err
+}
+
+// forgetOne plans agent's checkpoint under p and, unless dryRun, writes it
+// and trims the log; the plan is added to planned. The caller holds the
+// write gate exclusively.
+func (r *Repo) forgetOne(ctx context.Context, agent string, p Policy, dryRun bool, planned map[string]*Checkpoint) (ForgetReport, error) {
 	defer r.moves.lock(agent)()
 	rep, cp, err := r.planForget(ctx, agent, p)
 	if err != nil {
 		return rep, err
 	}
 	rep.DryRun = dryRun
-	if dryRun {
-		rep.GC, err = r.collect(ctx, true, map[string]*Checkpoint{agent: cp})
+	planned[agent] = cp
+	if dryRun || rep.Unchanged {
+		return rep, nil
+	}
+	data, err := json.Marshal(cp)
+	if err != nil {
 		return rep, err
 	}
-	if !rep.Unchanged {
-		data, err := json.Marshal(cp)
-		if err != nil {
-			return rep, err
-		}
-		if err := r.Storage.SetMeta(ctx, checkpointName(agent), data); err != nil {
-			return rep, fmt.Errorf("forget: writing the checkpoint of %q (nothing was cut): %w", agent, err)
-		}
-		if t, ok := r.Storage.(refs.LogTrimmer); ok && cp.Cut.Seq > 0 {
-			if err := t.TrimLog(ctx, agent, cp.Cut.Seq); err != nil {
-				return rep, fmt.Errorf("forget: trimming the log of %q (the checkpoint is written; run forget again): %w", agent, err)
-			}
+	if err := r.Storage.SetMeta(ctx, checkpointName(agent), data); err != nil {
+		return rep, fmt.Errorf("forget: writing the checkpoint of %q (nothing was cut): %w", agent, err)
+	}
+	if t, ok := r.Storage.(refs.LogTrimmer); ok && cp.Cut.Seq > 0 {
+		if err := t.TrimLog(ctx, agent, cp.Cut.Seq); err != nil {
+			return rep, fmt.Errorf("forget: trimming the log of %q (the checkpoint is written; run forget again): %w", agent, err)
 		}
 	}
-	rep.GC, err = r.collect(ctx, false, nil)
-	return rep, err
+	return rep, nil
 }
 
 // Forgetter is an optional ability of a Storage that forgets in its own
 // process: a served store's client.
 type Forgetter interface {
-	Forget(ctx context.Context, agent string, p Policy, dryRun bool) (ForgetReport, error)
+	ForgetAgents(ctx context.Context, agents []string, p Policy, dryRun bool) ([]ForgetReport, GCReport, error)
 }
 
 // planForget computes agent's new checkpoint under p.

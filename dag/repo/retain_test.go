@@ -298,3 +298,56 @@ func TestDiskUsage(t *testing.T) {
 		}
 	})
 }
+
+// Forgetting several agents cuts each as Forget does and collects once:
+// the one collection frees what the agents' cuts left unreachable, and a
+// gc after it finds nothing more. An agent that fails stops the round with
+// an error that names it; the agents before it are cut and collected.
+func TestForgetAgentsCollectsOnce(t *testing.T) {
+	owners(t, func(t *testing.T, r *repo.Repo) {
+		ctx := context.Background()
+		clock := int64(1_700_000_000)
+		r = r.WithClock(func() int64 { return clock })
+		for _, a := range []string{"a", "b", "c"} {
+			hourly(t, r, &clock, a, 10)
+		}
+		p := repo.Policy{Last: 2}
+		dry, dgc, err := r.ForgetAgents(ctx, []string{"a", "b", "c"}, p, true)
+		if err != nil || len(dry) != 3 || dgc.Deleted == 0 {
+			t.Fatalf("dry run: %v, %d reports, %+v", err, len(dry), dgc)
+		}
+		if len(logOf(t, r, "a")) != 20 {
+			t.Fatal("a dry run cut history")
+		}
+		reps, gc, err := r.ForgetAgents(ctx, []string{"a", "b", "c"}, p, false)
+		if err != nil || len(reps) != 3 {
+			t.Fatalf("forget: %v, %d reports", err, len(reps))
+		}
+		if gc.Deleted != dgc.Deleted || gc.BytesFreed != dgc.BytesFreed {
+			t.Fatalf("freed %+v, the dry run said %+v", gc, dgc)
+		}
+		for i, a := range []string{"a", "b", "c"} {
+			if reps[i].Agent != a || reps[i].CutOps == 0 || reps[i].GC != (repo.GCReport{}) || reps[i].DryRun {
+				t.Fatalf("report %d: %+v", i, reps[i])
+			}
+			if n := len(logOf(t, r, a)); n != 2 {
+				t.Fatalf("%s keeps %d commits, want 2", a, n)
+			}
+		}
+		if more, err := r.GC(ctx, true); err != nil || more.Deleted != 0 {
+			t.Fatalf("gc after the collection would free %+v (%v)", more, err)
+		}
+		verifyClean(t, r)
+
+		hourly(t, r, &clock, "a", 3)
+		hourly(t, r, &clock, "b", 3)
+		reps, gc, err = r.ForgetAgents(ctx, []string{"a", "nobody", "b"}, p, false)
+		if err == nil || !strings.Contains(err.Error(), "nobody") || len(reps) != 1 || reps[0].Agent != "a" || gc.Deleted == 0 {
+			t.Fatalf("a round stopped at a missing agent: %v, %d reports, %+v", err, len(reps), gc)
+		}
+		if len(logOf(t, r, "a")) != 2 || len(logOf(t, r, "b")) != 8 {
+			t.Fatalf("after the stopped round a keeps %d, b %d commits", len(logOf(t, r, "a")), len(logOf(t, r, "b")))
+		}
+		verifyClean(t, r)
+	})
+}

@@ -70,34 +70,46 @@ func (e *env) runForget(c *cli.Context) error {
 	dry := c.Bool("dry-run")
 	e.gatesOwnWrites = true // forget waits for writers as gc does
 	return e.withRepo(func(r *repo.Repo) error {
-		agents := []string{e.agent}
-		if c.Bool("all") {
-			heads, err := r.Refs.Agents(e.ctx)
+		if !c.Bool("all") {
+			rep, err := r.Forget(e.ctx, e.agent, p, dry)
 			if err != nil {
-				return err
+				return fmt.Errorf("forget %s: %w", e.agent, err)
 			}
-			agents = agents[:0]
-			for _, h := range heads {
-				agents = append(agents, h.Agent)
+			if c.Bool("json") {
+				return e.writeJSON([]repo.ForgetReport{rep})
 			}
+			e.printForget(rep)
+			e.printCollected(rep.GC, dry)
+			return nil
 		}
-		var reps []repo.ForgetReport
-		for _, a := range agents {
-			rep, err := r.Forget(e.ctx, a, p, dry)
-			if err != nil {
-				return fmt.Errorf("forget %s: %w", a, err)
-			}
-			reps = append(reps, rep)
-			if !c.Bool("json") {
+		// Every agent, then one collection: it walks the whole store.
+		heads, err := r.Refs.Agents(e.ctx)
+		if err != nil {
+			return err
+		}
+		var agents []string
+		for _, h := range heads {
+			agents = append(agents, h.Agent)
+		}
+		reps, gc, err := r.ForgetAgents(e.ctx, agents, p, dry)
+		if !c.Bool("json") {
+			for _, rep := range reps {
 				e.printForget(rep)
 			}
+		}
+		if err != nil {
+			return err // it names the agent
 		}
 		if c.Bool("json") {
 			if reps == nil {
 				reps = []repo.ForgetReport{}
 			}
-			return e.writeJSON(reps)
+			return e.writeJSON(struct {
+				Reports []repo.ForgetReport `json:"reports"`
+				GC      repo.GCReport       `json:"gc"`
+			}{reps, gc})
 		}
+		e.printCollected(gc, dry)
 		return nil
 	})
 }
@@ -129,7 +141,15 @@ func (e *env) printForget(rep repo.ForgetReport) {
 		}
 		fmt.Fprintf(e.stdout, "  %s operation %d  %s  %s\n", would("forgot", "forget"), s.Seq, s.Commit.Short(), fmtTime(s.Time))
 	}
-	fmt.Fprintf(e.stdout, "%s %d unreachable blocks (%d bytes); kept %d\n", would("freed", "would free"), rep.GC.Deleted, rep.GC.BytesFreed, rep.GC.Kept)
+}
+
+// printCollected reports the collection after a forget.
+func (e *env) printCollected(gc repo.GCReport, dryRun bool) {
+	verb := "freed"
+	if dryRun {
+		verb = "would free"
+	}
+	fmt.Fprintf(e.stdout, "%s %d unreachable blocks (%d bytes); kept %d\n", verb, gc.Deleted, gc.BytesFreed, gc.Kept)
 }
 
 // parseWithin reads a duration: Go's (36h, 90m) or restic's with days and

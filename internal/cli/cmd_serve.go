@@ -199,18 +199,25 @@ func (e *env) retain(r *repo.Repo, p repo.Policy, every time.Duration) {
 			fmt.Fprintf(e.stderr, "agentstate serve: forget: %v\n", err)
 			continue
 		}
-		for _, h := range heads {
-			rep, err := r.Forget(e.ctx, h.Agent, p, false)
-			if e.ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				fmt.Fprintf(e.stderr, "agentstate serve: forget %s: %v\n", h.Agent, err)
-				continue
-			}
+		agents := make([]string, len(heads))
+		for i, h := range heads {
+			agents[i] = h.Agent
+		}
+		// Every agent's cut, then one collection: it walks the whole store.
+		reps, gc, err := r.ForgetAgents(e.ctx, agents, p, false)
+		if e.ctx.Err() != nil {
+			return
+		}
+		for _, rep := range reps {
 			if !rep.Unchanged {
-				fmt.Fprintf(e.stderr, "agentstate serve: forget %s: cut %d operations, %d commits; freed %d bytes\n", h.Agent, rep.CutOps, rep.CutCommits, rep.GC.BytesFreed)
+				fmt.Fprintf(e.stderr, "agentstate serve: forget %s: cut %d operations, %d commits\n", rep.Agent, rep.CutOps, rep.CutCommits)
 			}
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "agentstate serve: %v\n", err)
+		}
+		if gc.Deleted > 0 {
+			fmt.Fprintf(e.stderr, "agentstate serve: forget: freed %d unreachable blocks (%d bytes)\n", gc.Deleted, gc.BytesFreed)
 		}
 	}
 }

@@ -89,6 +89,7 @@ type Req struct {
 	Value  []byte   `cbor:"11,keyasint,omitempty"`
 	Prefix []byte   `cbor:"12,keyasint,omitempty"`
 	DryRun bool     `cbor:"13,keyasint,omitempty"`
+	Agents []string `cbor:"14,keyasint,omitempty"`
 }
 
 // Block is a CID and its bytes.

@@ -227,11 +227,21 @@ var calls = map[string]call{
 		return send(&rpcwire.Resp{OK: true})
 	},
 	// Forget runs in the server, beside its writers: Value is the policy
-	// (JSON of repo.Policy), the answer's Data the report (JSON of
-	// repo.ForgetReport).
+	// (JSON of repo.Policy). With Agents, those agents are forgotten with
+	// one collection and the answer's Data is JSON of ForgetResult; with
+	// Agent alone, the answer's Data is that agent's report (JSON of
+	// repo.ForgetReport, the collection's report in it).
 	rpcwire.RPCForget: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
-		if err := agentArg(q.Agent); err != nil {
-			return err
+		agents := q.Agents
+		if len(agents) == 0 {
+			agents = []string{q.Agent}
+		} else if q.Agent != "" || len(agents) > maxForgetAgents {
+			return badRequest("forget: Agent and Agents together, or more than %d agents", maxForgetAgents)
+		}
+		for _, a := range agents {
+			if err := agentArg(a); err != nil {
+				return err
+			}
 		}
 		var p repo.Policy
 		dec := json.NewDecoder(bytes.NewReader(q.Value))
@@ -239,11 +249,21 @@ var calls = map[string]call{
 		if err := dec.Decode(&p); err != nil {
 			return badRequest("forget policy: %v", err)
 		}
-		rep, err := s.r.Forget(ctx, q.Agent, p, q.DryRun)
-		if err != nil {
-			return err
+		var res any
+		if len(q.Agents) == 0 {
+			rep, err := s.r.Forget(ctx, q.Agent, p, q.DryRun)
+			if err != nil {
+				return err
+			}
+			res = rep
+		} else {
+			reps, gc, err := s.r.ForgetAgents(ctx, agents, p, q.DryRun)
+			if err != nil {
+				return err
+			}
+			res = ForgetResult{Reports: reps, GC: gc}
 		}
-		data, err := json.Marshal(rep)
+		data, err := json.Marshal(res)
 		if err != nil {
 			return err
 		}
@@ -367,6 +387,15 @@ func commitArg(ctx context.Context, r *repo.Repo, agent string, id objects.CID) 
 	}
 	return nil
 }
+
+// ForgetResult is a Forget call's answer for several agents.
+type ForgetResult struct {
+	Reports []repo.ForgetReport `json:"reports"`
+	GC      repo.GCReport       `json:"gc"` // the one collection after them
+}
+
+// maxForgetAgents bounds the agents of one Forget call.
+const maxForgetAgents = 1 << 16
 
 func agentArg(a string) error {
 	if err := refs.ValidateAgent(a); err != nil {

@@ -497,22 +497,25 @@ func (c *Client) WatchHeads(ctx context.Context) iter.Seq2[*refs.Record, error] 
 	}
 }
 
-// Forget runs a forget in the server, beside its writers (a
-// repo.Forgetter).
-func (c *Client) Forget(ctx context.Context, agent string, p repo.Policy, dryRun bool) (repo.ForgetReport, error) {
+// ForgetAgents runs a forget of agents in the server, beside its writers,
+// with one collection (a repo.Forgetter).
+func (c *Client) ForgetAgents(ctx context.Context, agents []string, p repo.Policy, dryRun bool) ([]repo.ForgetReport, repo.GCReport, error) {
 	pj, err := json.Marshal(p)
 	if err != nil {
-		return repo.ForgetReport{}, err
+		return nil, repo.GCReport{}, err
 	}
-	r, err := c.invoke(ctx, rpcwire.RPCForget, &rpcwire.Req{Agent: agent, Value: pj, DryRun: dryRun})
+	if len(agents) == 0 {
+		return nil, repo.GCReport{}, nil
+	}
+	r, err := c.invoke(ctx, rpcwire.RPCForget, &rpcwire.Req{Agents: agents, Value: pj, DryRun: dryRun})
 	if err != nil {
-		return repo.ForgetReport{}, err
+		return nil, repo.GCReport{}, err
 	}
-	var rep repo.ForgetReport
-	if err := json.Unmarshal(r.Data, &rep); err != nil {
-		return rep, fmt.Errorf("remote: forget report: %w", err)
+	var res ForgetResult
+	if err := json.Unmarshal(r.Data, &res); err != nil {
+		return nil, repo.GCReport{}, fmt.Errorf("remote: forget report: %w", err)
 	}
-	return rep, nil
+	return res.Reports, res.GC, nil
 }
 
 // AdoptCuts records received cut links in the server (a repo.CutAdopter).
