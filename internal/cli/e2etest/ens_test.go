@@ -1,4 +1,11 @@
-package cli
+// Package e2etest runs agentstate end to end against real outside services:
+// ENS contracts on go-ethereum's simulated chain and an HTTP server that
+// speaks Walrus's API. It is a package of its own so that go-ethereum's node
+// package, which the simulated chain links, stays out of internal/cli's
+// test binary: its flags package rewrites urfave/cli's help globals when it
+// initialises, and internal/cli's test binary is also the agentstate its
+// scripts run, which must behave as the installed one does.
+package e2etest
 
 import (
 	"bytes"
@@ -17,6 +24,7 @@ import (
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/ens"
 	"github.com/agentstate/agentstate/ens/enstest"
+	"github.com/agentstate/agentstate/internal/cli"
 	"github.com/agentstate/agentstate/walrus"
 	"github.com/agentstate/agentstate/walrus/walrustest"
 )
@@ -35,7 +43,7 @@ func (c storeCLI) run(args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
 	full := append([]string{"agentstate", "--store", c.store, "--agent", c.agent}, args...)
 	start := time.Now()
-	code = Main(c.ctx, full, strings.NewReader(""), &out, &errb)
+	code = cli.Main(c.ctx, full, strings.NewReader(""), &out, &errb)
 	c.t.Logf("agentstate %s: exit %d in %v", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond))
 	return out.String(), errb.String(), code
 }

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Help lists every command with its usage, and a command's help every one
+// of its flags, in urfave/cli's own format: nothing linked into agentstate
+// (or into this test binary, which is the agentstate the scripts run) has
+// rewritten the library's help globals.
+func TestHelp(t *testing.T) {
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Main(context.Background(), append([]string{"agentstate"}, args...), strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("agentstate %v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	top := run("--help")
+	e := &env{}
+	for _, c := range commands(e) {
+		if !strings.Contains(top, "   "+c.Name+" ") || !strings.Contains(top, c.Usage) {
+			t.Errorf("--help does not list %s (%q)", c.Name, c.Usage)
+		}
+		help := run(c.Name, "--help")
+		if !strings.HasPrefix(help, "NAME:\n   agentstate "+c.Name+" - ") {
+			t.Errorf("%s --help begins %q", c.Name, help[:min(len(help), 60)])
+		}
+		for _, f := range c.Flags {
+			name := "--" + f.Names()[0]
+			if len(name) == 3 {
+				name = name[1:] // -n
+			}
+			if !strings.Contains(help, name) {
+				t.Errorf("%s --help does not list %s", c.Name, name)
+			}
+		}
+		if strings.Contains(help, "MISC") {
+			t.Errorf("%s --help has a category heading:\n%s", c.Name, help)
+		}
+	}
+	if bf, ok := cli.HelpFlag.(*cli.BoolFlag); !ok || bf.Category != "" {
+		t.Errorf("urfave/cli's help flag was changed: %#v", cli.HelpFlag)
+	}
+}
+
+// The engine, and this package's test binary, link no package that
+// rewrites urfave/cli's globals when it initialises (go-ethereum's
+// internal/flags does, through its node package).
+func TestNoPackageRewritesHelp(t *testing.T) {
+	for _, args := range [][]string{{"list", "-deps", "../../cmd/agentstate-engine"}, {"list", "-deps", "-test", "."}} {
+		out, err := exec.Command("go", args...).Output()
+		if err != nil {
+			t.Fatalf("go %v: %v", args, err)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			if p == "github.com/ethereum/go-ethereum/internal/flags" {
+				t.Errorf("go %v: links %s", args, p)
+			}
+		}
+	}
+}
