@@ -83,6 +83,22 @@ func (f *fixture) shipper(r *repo.Repo) *history.Shipper {
 	return &history.Shipper{Repo: r, Cipher: f.cipher, Blobs: f.blobs, Pointer: f.ptr}
 }
 
+// restoreFresh fetches the published history into a fresh store and moves
+// its HEAD there, as restore --history does.
+func (f *fixture) restoreFresh(t *testing.T) *repo.Repo {
+	t.Helper()
+	ctx := context.Background()
+	dst := repo.New(memory.New())
+	fe, err := f.shipper(dst).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.Integrate(ctx, "lumen", fe.Manifest.Head, true, refs.OpRestore, "restore --history"); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 func TestPushAndRestoreHistory(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
@@ -106,14 +122,7 @@ func TestPushAndRestoreHistory(t *testing.T) {
 		t.Fatalf("second pack %d blocks, first %d", m2.Packs[1].Blocks, m1.Packs[0].Blocks)
 	}
 	// A fresh store rebuilds the whole log, commit for commit.
-	dst := repo.New(memory.New())
-	fe, err := f.shipper(dst).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dst.Integrate(ctx, "lumen", fe.Manifest.Head, true, refs.OpRestore, "restore --history"); err != nil {
-		t.Fatal(err)
-	}
+	dst := f.restoreFresh(t)
 	if !slices.Equal(logOf(t, dst), logOf(t, f.src)) {
 		t.Fatal("the restored log differs from the original")
 	}
@@ -552,14 +561,7 @@ func TestPushSplitsLargeHistory(t *testing.T) {
 	if m.Packs[len(m.Packs)-1].Head != line[0] {
 		t.Fatal("the last pack does not end at HEAD")
 	}
-	dst := repo.New(memory.New())
-	fe, err := f.shipper(dst).Fetch(ctx, "lumen", []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dst.Integrate(ctx, "lumen", fe.Manifest.Head, true, refs.OpRestore, "restore --history"); err != nil {
-		t.Fatal(err)
-	}
+	dst := f.restoreFresh(t)
 	if !slices.Equal(logOf(t, dst), line) {
 		t.Fatal("the restored log differs from the original")
 	}
