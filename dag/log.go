@@ -1,7 +1,6 @@
 package dag
 
 import (
-	"container/heap"
 	"context"
 	"iter"
 
@@ -30,22 +29,55 @@ type LogOptions struct {
 	Gone func(child, parent objects.CID) bool
 }
 
+// logQueue is a max-heap of log entries: newest first, then highest CID.
+// (Typed rather than container/heap's: boxing each entry in an interface
+// was a tenth of a served log.)
 type logQueue []LogEntry
 
 func (q logQueue) Len() int { return len(q) }
-func (q logQueue) Less(i, j int) bool {
+func (q logQueue) less(i, j int) bool {
 	if q[i].Commit.Time != q[j].Commit.Time {
 		return q[i].Commit.Time > q[j].Commit.Time
 	}
 	return q[i].CID.Compare(q[j].CID) > 0
 }
-func (q logQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *logQueue) Push(x any)   { *q = append(*q, x.(LogEntry)) }
-func (q *logQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
+
+func (q *logQueue) push(e LogEntry) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (q *logQueue) pop() LogEntry {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = LogEntry{}
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }
 
 // Log yields the commits reachable from start, newest first, each once,
@@ -80,7 +112,7 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 			}
 			if ic.Time <= cm.Time {
 				seen[id] = true
-				heap.Push(q, LogEntry{CID: id, Commit: ic})
+				q.push(LogEntry{CID: id, Commit: ic})
 			}
 		}
 		for q.Len() > 0 {
@@ -96,7 +128,7 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 			t := (*q)[0].Commit.Time
 			var bucket []LogEntry
 			for q.Len() > 0 && (*q)[0].Commit.Time == t {
-				bucket = append(bucket, heap.Pop(q).(LogEntry))
+				bucket = append(bucket, q.pop())
 			}
 			expand := len(bucket) > 1
 			for i := 0; i < len(bucket); i++ {
@@ -121,7 +153,7 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 					if pc.Time == t && expand {
 						bucket = append(bucket, LogEntry{CID: p, Commit: pc})
 					} else {
-						heap.Push(q, LogEntry{CID: p, Commit: pc})
+						q.push(LogEntry{CID: p, Commit: pc})
 					}
 				}
 			}
@@ -156,17 +188,17 @@ func topoOrder(bucket []LogEntry) []LogEntry {
 	for _, e := range bucket {
 		byCID[e.CID] = e
 		if children[e.CID] == 0 {
-			heap.Push(ready, e)
+			ready.push(e)
 		}
 	}
 	out := make([]LogEntry, 0, len(bucket))
 	for ready.Len() > 0 {
-		e := heap.Pop(ready).(LogEntry)
+		e := ready.pop()
 		out = append(out, e)
 		for _, p := range e.Commit.Parents {
 			if n, ok := children[p]; ok {
 				if children[p] = n - 1; n == 1 {
-					heap.Push(ready, byCID[p])
+					ready.push(byCID[p])
 				}
 			}
 		}
