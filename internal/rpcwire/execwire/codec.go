@@ -67,7 +67,8 @@ var errExecOut = errors.New("not an ExecOut")
 
 // DecodeExecOut reads an ExecOut. It accepts what Encoding writes and
 // refuses anything Encoding would refuse (and some things it would take,
-// which no server sends). Errors are ErrMalformed.
+// which no server sends). Errors are ErrMalformed. The ExecOut's Data is
+// part of b, not a copy.
 func DecodeExecOut(b []byte) (ExecOut, error) {
 	var m ExecOut
 	bad := func(why string) (ExecOut, error) {
@@ -105,7 +106,7 @@ func DecodeExecOut(b []byte) (ExecOut, error) {
 			if vmaj != 2 || v > uint64(len(rest)) {
 				return bad("member 2 is not a byte string")
 			}
-			m.Data = append([]byte(nil), rest[:v]...)
+			m.Data = rest[:v:v] // b's bytes: no copy of a command's output
 			rest = rest[v:]
 		default:
 			var x int64

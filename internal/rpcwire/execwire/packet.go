@@ -150,7 +150,11 @@ func (r *Reader) ReadPacket() (Packet, error) {
 		case fr.kind != p.Kind:
 			return Packet{}, errProtocol("packet kind change")
 		}
-		p.Data = append(p.Data, fr.data...)
+		if len(p.Data) == 0 && fr.done {
+			p.Data = fr.data // a packet of one frame: the read buffer's bytes, no copy
+		} else {
+			p.Data = append(p.Data, fr.data...)
+		}
 		if len(p.Data) > r.max {
 			return Packet{}, errProtocol("data overflow (len:" + decimal(uint64(len(p.Data))) + ")")
 		}
