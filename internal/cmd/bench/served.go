@@ -73,8 +73,9 @@ func pair(cfg *config, a, g timed) (am, gm time.Duration, err error) {
 	return pairN(cfg.reps, a, g)
 }
 
-// startReps is how many times pairN runs the commands that take a couple
-// of milliseconds (a served get, git cat-file, a hello-world program): on a
+// startReps is how many times pairN runs the commands that take a few
+// milliseconds (a served get or log, git cat-file or log, a hello-world
+// program): on a
 // small shared machine one such run varies by a quarter or more, and a
 // median of a handful cannot tell a few per cent apart.
 func startReps(cfg *config) int {
@@ -229,7 +230,7 @@ func w10Served(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 		return nil, err
 	}
 	defer stop()
-	sLog, gLog, err := pair(cfg, asLog, gitLog)
+	sLog, gLog, err := pairN(startReps(cfg), asLog, gitLog)
 	if err != nil {
 		return nil, fmt.Errorf("served log: %w", err)
 	}
