@@ -25,7 +25,7 @@ var fuzzRPCs = []string{
 	rpcwire.RPCStatus, rpcwire.RPCGet, rpcwire.RPCHas, rpcwire.RPCPut, rpcwire.RPCAllCIDs, rpcwire.RPCPrefix,
 	rpcwire.RPCHead, rpcwire.RPCSwapHead, rpcwire.RPCHeads, rpcwire.RPCLog, rpcwire.RPCAppendLines, rpcwire.RPCTapeLines,
 	rpcwire.RPCGetMeta, rpcwire.RPCSetMeta, rpcwire.RPCMetaPrefix, rpcwire.RPCDeleteMeta, rpcwire.RPCWatch, rpcwire.RPCGC,
-	rpcwire.RPCExec, "/agentstate.v1/NoSuchCall",
+	rpcwire.RPCExec, rpcwire.RPCForget, rpcwire.RPCAdoptCuts, "/agentstate.v1/NoSuchCall",
 }
 
 // fuzzTransports: the Unix socket, TCP with a read-write token, TCP with a
@@ -134,6 +134,8 @@ func FuzzRequest(f *testing.F) {
 		rpcwire.RPCWatch:          &rpcwire.Req{},
 		rpcwire.RPCGC:             &rpcwire.Req{DryRun: true},
 		rpcwire.RPCExec:           &rpcwire.ExecStart{Args: []string{"agentstate", "log"}, Dir: "/w", Env: []string{"A=1"}, Width: 80},
+		rpcwire.RPCForget:         &rpcwire.Req{Agents: []string{"lumen"}, Value: []byte(`{"last":5}`), DryRun: true},
+		rpcwire.RPCAdoptCuts:      &rpcwire.Req{Agent: "lumen", Value: []byte(`[]`)},
 		fuzzRPCs[len(fuzzRPCs)-1]: &rpcwire.Req{Agent: "lumen"},
 	}
 	for i, rpc := range fuzzRPCs {
