@@ -122,7 +122,11 @@ else
 fi
 run verify
 
-say "Bounded growth: what the bytes hold, then keep the last 3 states and cut the rest"
+say "Bounded growth: a few more tasks, what the bytes hold, then keep the last 3 states and cut the rest"
+for i in 1 2 3 4; do
+  printf '{"lastTask": "task-%d"}\n' "$((50 + i))" | "$bin" put -m "task-$((50 + i)): kv write" state/session.json >/dev/null
+done
+run oplog
 run du -n 3
 run forget --keep-last 3 --dry-run
 run forget --keep-last 3
