@@ -55,7 +55,9 @@ func ValidateAgent(name string) error {
 	return nil
 }
 
-func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 // ConflictError reports a compare-and-swap that found HEAD elsewhere.
 type ConflictError struct {
