@@ -151,7 +151,7 @@ func (r *Reader) ReadPacket() (Packet, error) {
 			return Packet{}, errProtocol("packet kind change")
 		}
 		if len(p.Data) == 0 && fr.done {
-			p.Data = fr.data // a packet of one frame: the read buffer's bytes, no copy
+			p.Data = fr.data[:len(fr.data):len(fr.data)] // one frame: the read buffer's bytes, no copy
 		} else {
 			p.Data = append(p.Data, fr.data...)
 		}
