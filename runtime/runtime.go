@@ -101,8 +101,8 @@ type Retention struct {
 	// Every is how often (default an hour).
 	Every time.Duration
 	// OnForget, if set, is called with each agent's report, then once with
-	// agent "": the collection that follows them all in rep.GC, or the
-	// error that ended the round (it names the agent it stopped at).
+	// agent "": the collection that follows them all in rep.GC, and the
+	// round's error (it names each agent that failed; the others were cut).
 	OnForget func(agent string, rep repo.ForgetReport, err error)
 }
 

@@ -484,9 +484,9 @@ func (r *Repo) Forget(ctx context.Context, agent string, p Policy, dryRun bool) 
 // ForgetAgents is Forget of several agents, one after the other, with one
 // collection at the end instead of one per agent (a collection walks the
 // whole store). The reports say what each agent's policy cut; the
-// collection's report, for all of them, is returned beside them. An
-// agent's failure stops there, with an error that names it: the agents
-// before it are cut and collected, and their reports returned.
+// collection's report, for all of them, is returned beside them. An agent
+// that fails is reported in the error, which names it, and the others go
+// on: one broken agent does not hold back the retention of the rest.
 func (r *Repo) ForgetAgents(ctx context.Context, agents []string, p Policy, dryRun bool) ([]ForgetReport, GCReport, error) {
 	if len(agents) == 0 {
 		return nil, GCReport{}, nil
@@ -500,25 +500,30 @@ func (r *Repo) ForgetAgents(ctx context.Context, agents []string, p Policy, dryR
 	}
 	defer release()
 	var reps []ForgetReport
+	var errs []error
 	planned := map[string]*Checkpoint{}
 	for _, agent := range agents {
+		if err := ctx.Err(); err != nil {
+			return reps, GCReport{}, err
+		}
 		rep, err := r.forgetOne(ctx, agent, p, dryRun, planned)
 		if err != nil {
-			err = fmt.Errorf("forget %s: %w", agent, err)
-			if dryRun || len(reps) == 0 {
-				return reps, GCReport{}, err
-			}
-			gc, gerr := r.collect(ctx, false, nil) // what the agents before were cut of
-			return reps, gc, errors.Join(err, gerr)
+			errs = append(errs, fmt.Errorf("forget %s: %w", agent, err))
+			delete(planned, agent)
+			continue
 		}
 		reps = append(reps, rep)
 	}
-	if dryRun {
-		gc, err := r.collect(ctx, true, planned)
-		return reps, gc, err
+	if len(reps) == 0 {
+		return nil, GCReport{}, errors.Join(errs...)
 	}
-	gc, err := r.collect(ctx, false, nil)
-	return reps, gc, err
+	var gc GCReport
+	if dryRun {
+		gc, err = r.collect(ctx, true, planned)
+	} else {
+		gc, err = r.collect(ctx, false, nil)
+	}
+	return reps, gc, errors.Join(append(errs, err)...)
 }
 
 // forgetOne plans agent's checkpoint under p and, unless dryRun, writes it

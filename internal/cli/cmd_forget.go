@@ -92,25 +92,25 @@ func (e *env) runForget(c *cli.Context) error {
 			agents = append(agents, h.Agent)
 		}
 		reps, gc, err := r.ForgetAgents(e.ctx, agents, p, dry)
-		if !c.Bool("json") {
-			for _, rep := range reps {
-				e.printForget(rep)
-			}
-		}
-		if err != nil {
-			return err // it names the agent
-		}
 		if c.Bool("json") {
 			if reps == nil {
 				reps = []repo.ForgetReport{}
 			}
-			return e.writeJSON(struct {
+			if jerr := e.writeJSON(struct {
 				Reports []repo.ForgetReport `json:"reports"`
 				GC      repo.GCReport       `json:"gc"`
-			}{reps, gc})
+			}{reps, gc}); jerr != nil {
+				return jerr
+			}
+			return err // it names the agents that failed
 		}
-		e.printCollected(gc, dry)
-		return nil
+		for _, rep := range reps {
+			e.printForget(rep)
+		}
+		if len(reps) > 0 {
+			e.printCollected(gc, dry)
+		}
+		return err // it names the agents that failed
 	})
 }
 

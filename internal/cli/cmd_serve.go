@@ -214,7 +214,7 @@ func (e *env) retain(r *repo.Repo, p repo.Policy, every time.Duration) {
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "agentstate serve: %v\n", err)
+			fmt.Fprintf(e.stderr, "agentstate serve: %s\n", oneLine(err.Error()))
 		}
 		if gc.Deleted > 0 {
 			fmt.Fprintf(e.stderr, "agentstate serve: forget: freed %d unreachable blocks (%d bytes)\n", gc.Deleted, gc.BytesFreed)
