@@ -203,7 +203,9 @@ func newApp(e *env, args []string) *cli.App {
 		app.HideHelp = true
 		app.Commands[0].HideHelp = true
 	}
+	app.Flags = namesOnce(app.Flags)
 	for _, c := range app.Commands {
+		c.Flags = namesOnce(c.Flags)
 		c.OnUsageError = onUsageError // flag errors of every command are usage errors
 		act := c.Action
 		c.Action = func(c *cli.Context) error {
