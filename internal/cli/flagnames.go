@@ -11,12 +11,30 @@ import "github.com/urfave/cli/v2"
 // flag, embedded.
 
 type (
-	boolNames        struct{ *cli.BoolFlag; names []string }
-	stringNames      struct{ *cli.StringFlag; names []string }
-	stringSliceNames struct{ *cli.StringSliceFlag; names []string }
-	intNames         struct{ *cli.IntFlag; names []string }
-	int64Names       struct{ *cli.Int64Flag; names []string }
-	durationNames    struct{ *cli.DurationFlag; names []string }
+	boolNames struct {
+		*cli.BoolFlag
+		names []string
+	}
+	stringNames struct {
+		*cli.StringFlag
+		names []string
+	}
+	stringSliceNames struct {
+		*cli.StringSliceFlag
+		names []string
+	}
+	intNames struct {
+		*cli.IntFlag
+		names []string
+	}
+	int64Names struct {
+		*cli.Int64Flag
+		names []string
+	}
+	durationNames struct {
+		*cli.DurationFlag
+		names []string
+	}
 )
 
 func (f *boolNames) Names() []string        { return f.names }
