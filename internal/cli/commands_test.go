@@ -69,3 +69,38 @@ func TestOneCommandHasNoHelpFlags(t *testing.T) {
 		t.Fatalf("get --help: app.HideHelp %v, %d commands", app.HideHelp, len(app.Commands))
 	}
 }
+
+// A wrapped flag has the library flag's names, and every ability urfave/cli
+// asks of a flag (help, environment variables, required, actions).
+func TestNamesOnce(t *testing.T) {
+	e := &env{}
+	all := globalFlags(e)
+	for _, c := range commands(e) {
+		all = append(all, c.Flags...)
+	}
+	wrapped := namesOnce(all)
+	for i, f := range all {
+		w := wrapped[i]
+		if !slices.Equal(w.Names(), f.Names()) {
+			t.Errorf("%v: wrapped names %v", f.Names(), w.Names())
+		}
+		if w == f {
+			t.Errorf("%v (%T) is not wrapped", f.Names(), f)
+		}
+		for _, ability := range []func(cli.Flag) bool{
+			func(f cli.Flag) bool { _, ok := f.(cli.DocGenerationFlag); return ok },
+			func(f cli.Flag) bool { _, ok := f.(cli.VisibleFlag); return ok },
+			func(f cli.Flag) bool { _, ok := f.(cli.RequiredFlag); return ok },
+			func(f cli.Flag) bool { _, ok := f.(cli.CategorizableFlag); return ok },
+			func(f cli.Flag) bool { _, ok := f.(cli.ActionableFlag); return ok },
+			func(f cli.Flag) bool { _, ok := f.(interface{ GetEnvVars() []string }); return ok },
+		} {
+			if ability(f) != ability(w) {
+				t.Errorf("%v: the wrapped flag (%T) lost an ability of %T", f.Names(), w, f)
+			}
+		}
+		if w.String() != f.String() {
+			t.Errorf("%v: help line %q, want %q", f.Names(), w.String(), f.String())
+		}
+	}
+}
