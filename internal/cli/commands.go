@@ -6,10 +6,9 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// commands are agentstate's commands in the order --help lists them; each
-// lives in its own cmd_<name>.go beside its flags.
 // commandTable lists every command under its name, in the order help
-// shows them. (It is set in init: serve's command refers back to it.)
+// shows them; each lives in its own cmd_<name>.go beside its flags. (It is
+// set in init: serve's command refers back to it.)
 var commandTable []struct {
 	name  string
 	build func(*env) *cli.Command

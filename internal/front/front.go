@@ -118,6 +118,11 @@ func getwd() string {
 	return wd
 }
 
+// GlobalFlags are the names of agentstate's flags before the command;
+// every one takes a value. (internal/cli's TestFrontKnowsGlobalFlags holds
+// the list to the command line's own.)
+var GlobalFlags = []string{"store", "agent", "remote"}
+
 // servedSocket returns the socket of the store the command line names, or
 // "" when the command must go to the engine (--remote, or no store found).
 // The store is found as the engine finds it: --store, AGENTSTATE_STORE, or
@@ -137,21 +142,21 @@ func servedSocket(args []string, wd string) string {
 			name = name[1:]
 		}
 		name, val, hasVal := cut(name, '=')
+		if !contains(GlobalFlags, name) {
+			continue
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return "" // the engine reports the usage error
+			}
+			i++
+			val = args[i]
+		}
 		switch name {
-		case "store", "agent", "remote":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return "" // the engine reports the usage error
-				}
-				i++
-				val = args[i]
-			}
-			if name == "store" {
-				store = val
-			}
-			if name == "remote" {
-				return ""
-			}
+		case "store":
+			store = val
+		case "remote":
+			return ""
 		}
 	}
 	if store == "" {
