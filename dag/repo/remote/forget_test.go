@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,6 +32,7 @@ func TestForgetAgentsServed(t *testing.T) {
 		"Agent and Agents":   {Agent: "a", Agents: []string{"b"}, Value: policy},
 		"an empty agent":     {Agents: []string{""}, Value: policy},
 		"a malformed policy": {Agents: []string{"a"}, Value: []byte(`{"last":"x"}`)},
+		"too many agents":    {Agents: slices.Repeat([]string{"a"}, 1<<16+1), Value: policy},
 	} {
 		_, err := invokeRaw(t, sock, rpcwire.RPCForget, "", encode(t, q))
 		wantCode(t, name, err, rpcwire.CodeBadRequest)
