@@ -11,3 +11,16 @@ func SetLayerBitsForBenchmark(bits int) func() {
 	layerBits = bits
 	return func() { layerBits = old }
 }
+
+// EncodeNodeForTest encodes a tree node of keys with values and no subtrees
+// below the keys, and left as its left link: hostile trees for the tests.
+func EncodeNodeForTest(left CID, keys []string, val CID) []byte {
+	n := &node{}
+	if !left.IsZero() {
+		n.left = &node{cid: left}
+	}
+	for _, k := range keys {
+		n.entries = append(n.entries, entry{key: k, val: val})
+	}
+	return encodeNode(n)
+}

@@ -22,6 +22,7 @@ type NodeCache struct {
 type cachedNode struct {
 	left    CID
 	entries []nodeEntry
+	layer   int // the entries' layer (see entriesLayer)
 	size    int
 }
 
@@ -36,14 +37,15 @@ func NewNodeCache(max int) *NodeCache {
 	return &NodeCache{entries: map[CID]cachedNode{}, max: max}
 }
 
-func (c *NodeCache) get(id CID) (CID, []nodeEntry, bool) {
+func (c *NodeCache) get(id CID) (cachedNode, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]
-	return e.left, e.entries, ok // entries are never written: callers copy out of them
+	return e, ok // entries are never written: callers copy out of them
 }
 
-func (c *NodeCache) keep(id CID, left CID, entries []nodeEntry, size int) {
+func (c *NodeCache) keep(id CID, n cachedNode) {
+	size := n.size
 	if size > c.max/8 {
 		return
 	}
@@ -59,7 +61,7 @@ func (c *NodeCache) keep(id CID, left CID, entries []nodeEntry, size int) {
 		delete(c.entries, k)
 		c.size -= e.size
 	}
-	c.entries[id] = cachedNode{left: left, entries: entries, size: size}
+	c.entries[id] = n
 	c.size += size
 }
 
@@ -75,30 +77,51 @@ func (c *NodeCache) Forget(ids ...CID) {
 	}
 }
 
-// readNode returns a node's link to the left and its entries, from bs's
-// cache when it has one.
-func readNode(ctx context.Context, bs BlockStore, id CID) (CID, []nodeEntry, error) {
+// readNode returns a node's link to the left, its entries and their layer,
+// from bs's cache when it has one.
+func readNode(ctx context.Context, bs BlockStore, id CID) (cachedNode, error) {
 	var cache *NodeCache
 	if nc, ok := bs.(NodeCacher); ok {
 		cache = nc.Nodes()
 	}
 	if cache != nil {
-		if left, entries, ok := cache.get(id); ok {
-			return left, entries, nil
+		if n, ok := cache.get(id); ok {
+			return n, nil
 		}
 	}
 	data, err := bs.Get(ctx, id)
 	if err != nil {
-		return CID{}, nil, fmt.Errorf("objects: reading tree node %s: %w", id, err)
+		return cachedNode{}, fmt.Errorf("objects: reading tree node %s: %w", id, err)
 	}
 	left, entries, err := decodeNode(data)
 	if err != nil {
-		return CID{}, nil, fmt.Errorf("tree node %s: %w", id, err)
+		return cachedNode{}, fmt.Errorf("tree node %s: %w", id, err)
 	}
+	n := cachedNode{left: left, entries: entries, layer: entriesLayer(entries), size: len(data)}
 	if cache != nil {
-		cache.keep(id, left, entries, len(data))
+		cache.keep(id, n)
 	}
-	return left, entries, nil
+	return n, nil
+}
+
+// mixedLayers is entriesLayer's answer for keys of different layers.
+const mixedLayers = -1
+
+// entriesLayer is the layer every key of entries is at: worked out once per
+// node read from the store, where hashing each key was most of a cached
+// node's load. It is mixedLayers when they differ (the node is not
+// canonical) and 0 when there are none.
+func entriesLayer(entries []nodeEntry) int {
+	if len(entries) == 0 {
+		return 0
+	}
+	l := KeyLayer(entries[0].key)
+	for _, e := range entries[1:] {
+		if KeyLayer(e.key) != l {
+			return mixedLayers
+		}
+	}
+	return l
 }
 
 // Size returns the bytes of the encoded nodes held.

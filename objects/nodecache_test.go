@@ -2,6 +2,9 @@ package objects_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"math/rand/v2"
 	"testing"
 
@@ -81,5 +84,79 @@ func TestNodeCache(t *testing.T) {
 	}
 	if n := small.nodes.Size(); n > 8<<10 {
 		t.Fatalf("the cache holds %d bytes, over its bound of %d", n, 8<<10)
+	}
+}
+
+// keyAt returns the first key "k<n>" at layer l.
+func keyAt(t *testing.T, l int, after int) (string, int) {
+	t.Helper()
+	for n := after; n < 1<<20; n++ {
+		k := fmt.Sprintf("k%07d", n)
+		if objects.KeyLayer(k) == l {
+			return k, n
+		}
+	}
+	t.Fatalf("no key at layer %d", l)
+	return "", 0
+}
+
+// A tree whose keys sit at the wrong layer is refused whether its nodes come
+// from the store or from the node cache, which keeps each node's layer: a
+// node read correctly as one tree's root, then linked at another depth by a
+// hostile tree, is refused from memory as from the store.
+func TestTreeRefusesMisplacedKeys(t *testing.T) {
+	ctx := context.Background()
+	v := val("v")
+	k0, n := keyAt(t, 0, 0)
+	k0b, _ := keyAt(t, 0, n+1)
+	k1, _ := keyAt(t, 1, 0)
+	k2, _ := keyAt(t, 2, 0)
+	put := func(bs objects.BlockStore, data []byte) objects.CID {
+		t.Helper()
+		id := objects.Sum(objects.CodecDagCBOR, data)
+		if err := bs.Put(ctx, objects.Block{CID: id, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	read := func(bs objects.BlockStore, root objects.CID, key string) error {
+		tr, err := objects.LoadTree(ctx, bs, root)
+		if err != nil {
+			return err
+		}
+		_, _, err = tr.Get(ctx, key)
+		return err
+	}
+	sorted := func(ks ...string) []string { slices.Sort(ks); return ks }
+
+	bs := memstore.New()
+	// One node of layer-0 keys, a canonical tree on its own.
+	leaf := put(bs, objects.EncodeNodeForTest(objects.CID{}, sorted(k0, k0b), v))
+	// A root of keys of two layers.
+	mixed := put(bs, objects.EncodeNodeForTest(objects.CID{}, sorted(k0, k1), v))
+	// A layer-2 root whose left subtree, expected at layer 1, is the leaf.
+	deep := put(bs, objects.EncodeNodeForTest(leaf, []string{k2}, v))
+	if min(k0, k0b) > k2 {
+		t.Fatalf("the layer-0 keys %q, %q sort after the layer-2 key %q: pick others", k0, k0b, k2)
+	}
+
+	for _, c := range []struct {
+		name string
+		bs   objects.BlockStore
+	}{
+		{"store", bs},
+		{"cache", &cachingStore{countingStore: countingStore{BlockStore: bs}, nodes: objects.NewNodeCache(1 << 20)}},
+	} {
+		for pass := range 2 {
+			if err := read(c.bs, leaf, k0); err != nil {
+				t.Fatalf("%s pass %d: the canonical leaf: %v", c.name, pass, err)
+			}
+			if err := read(c.bs, mixed, k0); !errors.Is(err, objects.ErrNonCanonical) {
+				t.Fatalf("%s pass %d: a root of keys of two layers: %v, want ErrNonCanonical", c.name, pass, err)
+			}
+			if err := read(c.bs, deep, min(k0, k0b)); !errors.Is(err, objects.ErrNonCanonical) {
+				t.Fatalf("%s pass %d: layer-0 keys linked at layer 1: %v, want ErrNonCanonical", c.name, pass, err)
+			}
+		}
 	}
 }

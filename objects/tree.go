@@ -120,10 +120,11 @@ func (t *Tree) load(ctx context.Context, n *node) error {
 	if n.loaded {
 		return nil
 	}
-	left, entries, err := readNode(ctx, t.bs, n.cid)
+	rn, err := readNode(ctx, t.bs, n.cid)
 	if err != nil {
 		return err
 	}
+	left, entries := rn.left, rn.entries
 	if n.layer < 0 { // the root: its layer is its keys' layer
 		switch {
 		case len(entries) > 0:
@@ -135,6 +136,13 @@ func (t *Tree) load(ctx context.Context, n *node) error {
 		}
 	} else if len(entries) == 0 && left.IsZero() {
 		return fmt.Errorf("%w: tree node %s below the root is empty", ErrNonCanonical, n.cid)
+	}
+	if len(entries) > 0 && rn.layer != n.layer {
+		for _, e := range entries {
+			if l := KeyLayer(e.key); l != n.layer {
+				return fmt.Errorf("%w: tree node %s at layer %d holds key %q of layer %d", ErrNonCanonical, n.cid, n.layer, e.key, l)
+			}
+		}
 	}
 	mk := func(c CID) *node {
 		if c.IsZero() {
@@ -148,9 +156,6 @@ func (t *Tree) load(ctx context.Context, n *node) error {
 	n.left = mk(left)
 	n.entries = make([]entry, len(entries))
 	for i, e := range entries {
-		if KeyLayer(e.key) != n.layer {
-			return fmt.Errorf("%w: tree node %s at layer %d holds key %q of layer %d", ErrNonCanonical, n.cid, n.layer, e.key, KeyLayer(e.key))
-		}
 		if n.layer == 0 && !e.right.IsZero() {
 			return fmt.Errorf("%w: tree node %s at layer 0 has a subtree", ErrNonCanonical, n.cid)
 		}
