@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/agentstate/agentstate/objects"
