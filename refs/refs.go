@@ -1,6 +1,7 @@
 package refs
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -108,6 +109,44 @@ type Refs struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every HEAD move
+
+	decoded headMemo
+}
+
+// headMemo keeps the last HEAD record decoded for each agent, with the bytes
+// it was decoded from: a record read again with the same bytes is not
+// decoded again (that was a sixth of a served get). Keyed by the bytes
+// themselves, it cannot go stale.
+type headMemo struct {
+	mu sync.Mutex
+	m  map[string]memoHead
+}
+
+type memoHead struct {
+	raw []byte
+	h   Head
+}
+
+// maxMemoHeads bounds headMemo; past it the memo starts again empty.
+const maxMemoHeads = 4096
+
+func (m *headMemo) get(agent string, raw []byte) (Head, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[agent]
+	if !ok || !bytes.Equal(e.raw, raw) {
+		return Head{}, false
+	}
+	return e.h, true
+}
+
+func (m *headMemo) keep(agent string, raw []byte, h Head) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= maxMemoHeads {
+		m.m = map[string]memoHead{}
+	}
+	m.m[agent] = memoHead{raw: bytes.Clone(raw), h: h}
 }
 
 // New returns the refs kept in s.
@@ -142,10 +181,14 @@ func (r *Refs) head(ctx context.Context, agent string) (Head, []byte, bool, erro
 	if err != nil || !ok {
 		return Head{}, nil, false, err
 	}
+	if h, ok := r.decoded.get(agent, data); ok {
+		return h, data, true, nil
+	}
 	var h Head
 	if err := json.Unmarshal(data, &h); err != nil {
 		return Head{}, nil, false, fmt.Errorf("%w: agent %q: HEAD record unreadable: %w", ErrBrokenLog, agent, err)
 	}
+	r.decoded.keep(agent, data, h)
 	return h, data, true, nil
 }
 

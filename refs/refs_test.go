@@ -218,3 +218,65 @@ func TestValidateAgentMatchesPattern(t *testing.T) {
 		}
 	}
 }
+
+// headEdit is a refs.Store whose HEAD records read back through edit.
+type headEdit struct {
+	refs.Store
+	edit func([]byte) []byte
+}
+
+func (s headEdit) HeadRecord(ctx context.Context, agent string) ([]byte, bool, error) {
+	b, ok, err := s.Store.HeadRecord(ctx, agent)
+	if ok && s.edit != nil {
+		b = s.edit(b)
+	}
+	return b, ok, err
+}
+
+// A HEAD read again is the HEAD stored now, whoever moved it: a HEAD
+// decoded before is reused only for the very bytes it was decoded from.
+func TestHeadReadsWhatIsStored(t *testing.T) {
+	ctx := context.Background()
+	s, r := open(t)
+	other := refs.New(s) // another writer over the same records
+	if _, err := r.Move(ctx, refs.Move{Agent: "lumen", New: c(1), Op: refs.OpCommit}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		h, err := r.Head(ctx, "lumen")
+		if err != nil || h.Commit != c(i) || h.Seq != uint64(i) {
+			t.Fatalf("read %d: %+v, %v; want commit %v seq %d", i, h, err, c(i), i)
+		}
+		if _, err := other.Move(ctx, refs.Move{Agent: "lumen", Old: c(i), New: c(i + 1), Op: refs.OpCommit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same record, then a damaged copy of it: the damage is seen.
+	ed := &headEdit{Store: s}
+	re := refs.New(ed)
+	if _, err := re.Head(ctx, "lumen"); err != nil {
+		t.Fatal(err)
+	}
+	ed.edit = func(b []byte) []byte { return b[:len(b)-1] }
+	if _, err := re.Head(ctx, "lumen"); !errors.Is(err, refs.ErrBrokenLog) {
+		t.Fatalf("a truncated HEAD record read after a good one: %v, want ErrBrokenLog", err)
+	}
+	ed.edit = func(b []byte) []byte { return []byte(strings.Replace(string(b), `"seq":4`, `"seq":7`, 1)) }
+	if h, err := re.Head(ctx, "lumen"); err != nil || h.Seq != 7 {
+		t.Fatalf("an edited HEAD record: %+v, %v; want seq 7 as stored", h, err)
+	}
+	// More agents than the memo holds: every HEAD still reads right.
+	const n = 5000
+	for i := range n {
+		if _, err := r.Move(ctx, refs.Move{Agent: fmt.Sprintf("a%d", i), New: c(i), Op: refs.OpCommit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pass := range 2 {
+		for i := range n {
+			if h, err := r.Head(ctx, fmt.Sprintf("a%d", i)); err != nil || h.Commit != c(i) {
+				t.Fatalf("pass %d, agent a%d: %+v, %v", pass, i, h, err)
+			}
+		}
+	}
+}
