@@ -42,6 +42,7 @@ type Repo struct {
 	statMem   *export.MemMeta // StatCache of storage not on disk
 	gate      *gate           // gc against writers in flight (gate.go)
 	moves     *agentLocks     // in-process HEAD moves of one agent take turns (gate.go)
+	dirInfo   os.FileInfo     // Dir as opened (see IsDir)
 }
 
 // commitCacheSize bounds the decoded commits a Repo keeps (a few hundred
@@ -85,7 +86,23 @@ func wrap(dir string, s Storage) *Repo {
 	r := &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: dag.WithCommitCache(s, commitCacheSize), Tape: tape.New(s), Now: Now,
 		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}}
 	r.Refs.SetCuts(cutSource{r})
+	if dir != "" {
+		r.dirInfo, _ = os.Stat(dir)
+	}
 	return r
+}
+
+// IsDir reports whether path names the repository's directory: Dir itself,
+// or another path to the directory that was opened.
+func (r *Repo) IsDir(path string) bool {
+	if path == r.Dir {
+		return true
+	}
+	if r.dirInfo == nil {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, r.dirInfo)
 }
 
 // StatCacheStore holds the stat caches of brain directories (export's

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -106,5 +108,46 @@ func BenchmarkExecGet(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		run("", "get", "k")
+	}
+}
+
+// A served command names the store it runs on by any path to it: the
+// served directory's own path, a relative one or a link to it; any other
+// store is refused, naming both.
+func TestExecNamesTheServedStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	served := filepath.Join(dir, "a", ".agentstate")
+	r, err := repo.Init(served, repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	other := filepath.Join(dir, "b", ".agentstate")
+	o, err := repo.Init(other, repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	if err := os.Symlink(served, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(stdin string, args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := Exec(ctx, r, remote.ExecRequest{Args: append([]string{"agentstate"}, args...), Dir: dir},
+			strings.NewReader(stdin), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	if code, out := exec("v", "put", "k", "-"); code != 0 {
+		t.Fatal(out)
+	}
+	for _, p := range []string{served, "a/.agentstate", "link", "a/../a/.agentstate"} {
+		if code, out := exec("", "--store", p, "get", "k"); code != 0 || out != "v" {
+			t.Fatalf("--store %s: exit %d: %s", p, code, out)
+		}
+	}
+	code, out := exec("", "--store", other, "get", "k")
+	if code != 1 || !strings.Contains(out, "this server serves "+served+", not "+other) {
+		t.Fatalf("--store of another store: exit %d: %s", code, out)
 	}
 }

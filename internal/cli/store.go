@@ -21,7 +21,7 @@ func (e *env) storeDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if e.served != nil && !sameDir(dir, e.served.Dir) {
+	if e.served != nil && !e.served.IsDir(dir) {
 		return "", fmt.Errorf("this server serves %s, not %s (run the command with --store %s)", e.served.Dir, dir, dir)
 	}
 	return dir, nil
