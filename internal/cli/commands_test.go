@@ -80,6 +80,9 @@ func TestNamesOnce(t *testing.T) {
 		all = append(all, c.Flags...)
 	}
 	wrapped := namesOnce(all)
+	if h, ok := cli.HelpFlag.(*boolNames); !ok || !slices.Equal(h.Names(), h.BoolFlag.Names()) {
+		t.Errorf("the help flag (%T) is not wrapped, or its names are not the library's", cli.HelpFlag)
+	}
 	for i, f := range all {
 		w := wrapped[i]
 		if !slices.Equal(w.Names(), f.Names()) {
