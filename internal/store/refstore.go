@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 
 	"github.com/agentstate/agentstate/refs"
 	badger "github.com/dgraph-io/badger/v4"
@@ -23,11 +24,62 @@ func opKey(agent string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(opPrefix(agent), seq)
 }
 
+// headCache keeps the HEAD records read, so that a process holding the
+// store (a server, a runtime) reads an agent's HEAD from Badger once per
+// move, not once per command. SwapHead is the only writer of HEAD records
+// and the store is one process's: after every swap it drops the agent's
+// record and moves the agent's generation on, and a read that began before
+// the swap finds the generation moved and does not keep what it read.
+type headCache struct {
+	mu  sync.Mutex
+	rec map[string][]byte
+	gen map[string]uint64
+}
+
+// maxCachedHeads bounds headCache; past it the cache starts again empty.
+const maxCachedHeads = 4096
+
+func (c *headCache) lookup(agent string) ([]byte, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec, ok := c.rec[agent]
+	return rec, c.gen[agent], ok
+}
+
+func (c *headCache) keep(agent string, gen uint64, rec []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen[agent] != gen {
+		return
+	}
+	if c.rec == nil || len(c.rec) >= maxCachedHeads {
+		c.rec = map[string][]byte{}
+	}
+	c.rec[agent] = rec
+}
+
+func (c *headCache) drop(agent string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.rec, agent)
+	if c.gen == nil {
+		c.gen = map[string]uint64{}
+	}
+	c.gen[agent]++
+}
+
 // HeadRecord implements refs.Store.
 func (s *Store) HeadRecord(ctx context.Context, agent string) ([]byte, bool, error) {
+	rec, gen, ok := s.heads.lookup(agent)
+	if ok {
+		return bytes.Clone(rec), true, nil
+	}
 	v, ok, err := s.get(headKey(agent))
 	if err != nil {
 		return nil, false, fmt.Errorf("store: reading HEAD of %q: %w", agent, err)
+	}
+	if ok {
+		s.heads.keep(agent, gen, bytes.Clone(v))
 	}
 	return v, ok, nil
 }
@@ -40,6 +92,7 @@ func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint
 	if err := s.checkWrite(int64(2*len(agent) + len(entry) + len(head) + 32)); err != nil {
 		return err
 	}
+	defer s.heads.drop(agent) // after the commit: see headCache
 	err := s.db.Update(func(txn *badger.Txn) error {
 		it, err := txn.Get(headKey(agent))
 		var cur []byte

@@ -94,6 +94,7 @@ type Store struct {
 	dir     string       // "" when read-only: no space checks, no mode fixes
 	pending atomic.Int64 // bytes written (or replayed) that may still be flushed into a table
 	remove  string       // an ephemeral store's directory, removed on Close
+	heads   headCache    // HEAD records read (refstore.go)
 }
 
 // minShmFree is the free space /dev/shm must have to hold in-memory stores.

@@ -1,0 +1,90 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+)
+
+// HEAD records are read through a cache, and a read never goes back in
+// time: whatever moves HEAD, a read begun after the move returns is the
+// new HEAD or a later one, and one reader's reads never go backwards, with
+// readers racing the writers all along (run under -race).
+func TestHeadReadsNeverStale(t *testing.T) {
+	ctx := context.Background()
+	s := create(t)
+	r := refs.New(s)
+	c := func(i int) objects.CID { return objects.Sum(objects.CodecDagCBOR, []byte(fmt.Sprint(i))) }
+	const agents, moves, readers = 2, 150, 4
+	var done [agents]atomic.Uint64 // the last seq whose move returned
+	for a := range agents {
+		if _, err := r.Move(ctx, refs.Move{Agent: fmt.Sprint("a", a), New: c(0), Op: refs.OpCommit}); err != nil {
+			t.Fatal(err)
+		}
+		done[a].Store(1)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, agents+readers)
+	for a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			agent := fmt.Sprint("a", a)
+			for i := range moves {
+				e, err := r.Move(ctx, refs.Move{Agent: agent, Old: c(i), New: c(i + 1), Op: refs.OpCommit})
+				if err != nil {
+					errs <- err
+					return
+				}
+				done[a].Store(e.Seq)
+				h, err := r.Head(ctx, agent)
+				if err != nil || h.Seq < e.Seq {
+					errs <- fmt.Errorf("%s: read after move %d: seq %d, %v", agent, e.Seq, h.Seq, err)
+					return
+				}
+			}
+		}()
+	}
+	var rg sync.WaitGroup
+	for range readers {
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			var last [agents]uint64
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for a := range agents {
+					floor := done[a].Load()
+					h, err := r.Head(ctx, fmt.Sprint("a", a))
+					if err != nil || h.Seq < floor || h.Seq < last[a] || h.Commit != c(int(h.Seq)-1) {
+						errs <- fmt.Errorf("a%d: read seq %d (commit %v) after a move to %d returned and an earlier read of %d: %v", a, h.Seq, h.Commit, floor, last[a], err)
+						return
+					}
+					last[a] = h.Seq
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	rg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for a := range agents {
+		if h, err := r.Head(ctx, fmt.Sprint("a", a)); err != nil || h.Seq != moves+1 || h.Commit != c(moves) {
+			t.Fatalf("a%d at the end: %+v, %v", a, h, err)
+		}
+	}
+}
