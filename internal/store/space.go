@@ -68,9 +68,10 @@ func checkFree(dir string, need int64) error {
 // diskUse is what an unopened store's files say about the writes opening it
 // may cause.
 type diskUse struct {
-	memData int64 // allocated bytes of memtable logs (replayed, flushed by Close)
-	l0      int64 // bytes of level-0 tables
-	base    int64 // bytes of the highest non-empty level below 0 (compaction target)
+	memData  int64 // allocated bytes of memtable logs (replayed, flushed by Close)
+	l0       int64 // bytes of level-0 tables
+	l0Tables int   // how many level-0 tables there are
+	base     int64 // bytes of the highest non-empty level below 0 (compaction target)
 }
 
 // compaction is the most a level-0 compaction writes: all of level 0 plus the
@@ -118,11 +119,15 @@ func readDiskUse(dir string) (diskUse, error) {
 		for _, n := range sizes {
 			u.l0 += n
 		}
+		u.l0Tables = len(sizes)
 		return u, nil
 	}
 	levels := map[uint8]int64{}
 	for id, t := range m.Tables {
 		levels[t.Level] += sizes[id]
+		if t.Level == 0 {
+			u.l0Tables++
+		}
 	}
 	u.l0 = levels[0]
 	for l := uint8(1); l < 32; l++ {

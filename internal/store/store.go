@@ -201,18 +201,22 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// compactL0At is how many level-0 tables a store must hold when it is
+// opened for its close to compact level 0.
+const compactL0At = 3
+
 func open(dir string, opts Options) (*Store, error) {
 	// Tuned for a short-lived CLI as much as for a long-running runtime
 	// (docs/performance.md): opening allocates and maps a memtable and a
 	// value-log file, so both are kept small; values up to 256 KiB (SQLite
 	// pages, content-defined chunks, small files) live in the LSM tree,
-	// where ZSTD compresses them; L0 is compacted on close so tables do not
-	// pile up across many short processes.
+	// where ZSTD compresses them; L0 is compacted on close once it holds
+	// compactL0At tables (see below), so they do not pile up across many
+	// short processes.
 	bo := badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithSyncWrites(opts.Sync).
 		WithNumVersionsToKeep(1).
-		WithCompactL0OnClose(true).
 		WithReadOnly(opts.ReadOnly).
 		WithMemTableSize(memTableSize).
 		WithValueThreshold(256 << 10).
@@ -254,6 +258,14 @@ func open(dir string, opts Options) (*Store, error) {
 			return fail(err)
 		}
 	}
+	// A level-0 compaction merges level 0 into the whole next level (block
+	// keys are hashes, so every table there overlaps): in a short process,
+	// most of its close. Compacting once level 0 holds compactL0At tables,
+	// not at every close, keeps level 0 small (at most compactL0At tables
+	// when a store is opened, one more while it is), below the count at
+	// which Badger starts compacting in the background (5), and spares most
+	// short writes the merge. An in-memory store is removed at close.
+	bo = bo.WithCompactL0OnClose(writable && use.l0Tables >= compactL0At)
 	db, err := badger.Open(bo)
 	if err != nil {
 		return fail(fmt.Errorf("store: opening %s: %w", dir, err))
