@@ -127,7 +127,9 @@ func (t *Tree) load(ctx context.Context, n *node) error {
 	left, entries := rn.left, rn.entries
 	if n.layer < 0 { // the root: its layer is its keys' layer
 		switch {
-		case len(entries) > 0:
+		case rn.layer != mixedLayers && len(entries) > 0:
+			n.layer = rn.layer
+		case len(entries) > 0: // keys of several layers: refused below, against the first's
 			n.layer = KeyLayer(entries[0].key)
 		case !left.IsZero():
 			return fmt.Errorf("%w: tree root %s has no entries but a subtree (it should have been trimmed)", ErrNonCanonical, n.cid)
