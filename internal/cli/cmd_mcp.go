@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"context"
+	"sync"
+
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/inspect"
 	"github.com/agentstate/agentstate/internal/mcpserver"
@@ -17,14 +20,38 @@ func (e *env) runMcp(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
+	readOnly := c.Bool("read-only")
 	// MCP writes hold the write gate one at a time (internal/inspect); the
 	// session may last hours and must not hold it throughout.
 	e.gatesOwnWrites = true
-	with := e.withRepo
-	if c.Bool("read-only") {
-		with = e.withRepoRead
+	o := mcpserver.Options{ReadOnly: readOnly, Agent: e.agent}
+	if e.served != nil {
+		// The server that holds the store runs this session: its open
+		// repository serves every call.
+		with := e.withRepo
+		if readOnly {
+			with = e.withRepoRead
+		}
+		return with(func(r *repo.Repo) error {
+			return mcpserver.ServeStdio(e.ctx, inspect.New(r), o, e.stdin, e.stdout)
+		})
 	}
-	return with(func(r *repo.Repo) error {
-		return mcpserver.ServeStdio(e.ctx, inspect.New(r), mcpserver.Options{ReadOnly: c.Bool("read-only"), Agent: e.agent}, e.stdin, e.stdout)
-	})
+	// Otherwise each call reaches the store as a command does, for that
+	// call only: through the server that holds it, or by opening it (and
+	// closing it after, so a free store stays free between calls; other
+	// sessions and commands wait for the store's lock at most one call's
+	// time). A server that starts or stops between calls is simply found
+	// or missed by the next call.
+	if e.remoteFlag == "" {
+		if _, err := e.storeDir(); err != nil {
+			return err
+		}
+	}
+	var mu sync.Mutex // the calls of one session reach the store one at a time
+	o.Open = func(ctx context.Context, write bool, fn func(*inspect.View) error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return e.withRepoMode(readOnly || !write, func(r *repo.Repo) error { return fn(inspect.New(r)) })
+	}
+	return mcpserver.ServeStdio(e.ctx, nil, o, e.stdin, e.stdout)
 }

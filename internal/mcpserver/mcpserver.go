@@ -33,12 +33,18 @@ type Options struct {
 	ReadOnly bool   // register the reads only
 	Agent    string // the agent when a call names none
 	Version  string
+	// Open, when set, gives each call the view it works on, for the call
+	// only: write says the call may write. A process that does not hold
+	// the store opens it per call (and closes it after), so it never holds
+	// a free store between calls. Without Open every call uses the view
+	// NewServer was given.
+	Open func(ctx context.Context, write bool, fn func(*inspect.View) error) error
 }
 
 // Source is the metadata every MCP write records.
 const Source = "mcp"
 
-// NewServer returns an MCP server over v.
+// NewServer returns an MCP server over v (nil when o.Open gives the views).
 func NewServer(v *inspect.View, o Options) *sdk.Server {
 	if o.Version == "" {
 		o.Version = "1"
@@ -104,6 +110,14 @@ type handlers struct {
 	o Options
 }
 
+// with runs fn with the call's view: o.Open's, or the server's own.
+func (h *handlers) with(ctx context.Context, write bool, fn func(v *inspect.View) error) error {
+	if h.o.Open != nil {
+		return h.o.Open(ctx, write, fn)
+	}
+	return fn(h.v)
+}
+
 func (h *handlers) agent(a string) string {
 	if a == "" {
 		return h.o.Agent
@@ -122,8 +136,12 @@ type agentsOut struct {
 }
 
 func (h *handlers) listAgents(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
-	as, err := h.v.Agents(ctx)
-	return nil, agentsOut{Agents: as}, err
+	var out agentsOut
+	err := h.with(ctx, false, func(v *inspect.View) (err error) {
+		out.Agents, err = v.Agents(ctx)
+		return err
+	})
+	return nil, out, err
 }
 
 type logIn struct {
@@ -141,8 +159,12 @@ func (h *handlers) log(ctx context.Context, _ *sdk.CallToolRequest, in logIn) (*
 	if in.Limit <= 0 {
 		in.Limit = 50
 	}
-	cs, err := h.v.Log(ctx, h.agent(in.Agent), inspect.LogOptions{Rev: in.Rev, Path: in.Path, Limit: in.Limit})
-	return nil, logOut{Commits: cs}, err
+	var out logOut
+	err := h.with(ctx, false, func(v *inspect.View) (err error) {
+		out.Commits, err = v.Log(ctx, h.agent(in.Agent), inspect.LogOptions{Rev: in.Rev, Path: in.Path, Limit: in.Limit})
+		return err
+	})
+	return nil, out, err
 }
 
 type showIn struct {
@@ -157,8 +179,12 @@ type showOut struct {
 }
 
 func (h *handlers) show(ctx context.Context, _ *sdk.CallToolRequest, in showIn) (*sdk.CallToolResult, any, error) {
-	c, ch, err := h.v.Show(ctx, h.agent(in.Agent), in.Rev, in.Lines)
-	return nil, showOut{Commit: c, Changes: ch}, err
+	var out showOut
+	err := h.with(ctx, false, func(v *inspect.View) (err error) {
+		out.Commit, out.Changes, err = v.Show(ctx, h.agent(in.Agent), in.Rev, in.Lines)
+		return err
+	})
+	return nil, out, err
 }
 
 type diffIn struct {
@@ -173,8 +199,12 @@ type diffOut struct {
 }
 
 func (h *handlers) diff(ctx context.Context, _ *sdk.CallToolRequest, in diffIn) (*sdk.CallToolResult, any, error) {
-	ch, err := h.v.Diff(ctx, h.agent(in.Agent), in.From, in.To, in.Lines)
-	return nil, diffOut{Changes: ch}, err
+	var out diffOut
+	err := h.with(ctx, false, func(v *inspect.View) (err error) {
+		out.Changes, err = v.Diff(ctx, h.agent(in.Agent), in.From, in.To, in.Lines)
+		return err
+	})
+	return nil, out, err
 }
 
 type keyIn struct {
@@ -210,7 +240,11 @@ func toValue(v inspect.Value) valueOut {
 }
 
 func (h *handlers) get(ctx context.Context, _ *sdk.CallToolRequest, in keyIn) (*sdk.CallToolResult, any, error) {
-	v, err := h.v.Get(ctx, h.agent(in.Agent), in.Rev, in.Key, MaxInline)
+	var v inspect.Value
+	err := h.with(ctx, false, func(vw *inspect.View) (err error) {
+		v, err = vw.Get(ctx, h.agent(in.Agent), in.Rev, in.Key, MaxInline)
+		return err
+	})
 	if err != nil {
 		return nil, valueOut{}, err
 	}
@@ -238,8 +272,12 @@ func (h *handlers) list(ctx context.Context, _ *sdk.CallToolRequest, in listIn) 
 	if in.Limit <= 0 || in.Limit > MaxList {
 		in.Limit = MaxList
 	}
-	es, more, err := h.v.List(ctx, h.agent(in.Agent), in.Rev, in.Prefix, in.Limit)
-	return nil, listOut{Entries: es, More: more}, err
+	var out listOut
+	err := h.with(ctx, false, func(v *inspect.View) (err error) {
+		out.Entries, out.More, err = v.List(ctx, h.agent(in.Agent), in.Rev, in.Prefix, in.Limit)
+		return err
+	})
+	return nil, out, err
 }
 
 type subtreeOut struct {
@@ -249,29 +287,36 @@ type subtreeOut struct {
 
 func (h *handlers) readSubtree(ctx context.Context, _ *sdk.CallToolRequest, in listIn) (*sdk.CallToolResult, any, error) {
 	agent := h.agent(in.Agent)
-	es, more, err := h.v.List(ctx, agent, in.Rev, in.Prefix, MaxList)
+	var out subtreeOut
+	err := h.with(ctx, false, func(vw *inspect.View) error {
+		es, more, err := vw.List(ctx, agent, in.Rev, in.Prefix, MaxList)
+		if err != nil {
+			return err
+		}
+		out = subtreeOut{Values: []valueOut{}, More: more}
+		budget := int64(MaxSubtree)
+		for _, e := range es {
+			max := MaxInline
+			if int64(e.Size) > budget {
+				max = 0
+			}
+			v, err := vw.Get(ctx, agent, in.Rev, e.Key, max)
+			if err != nil {
+				return err
+			}
+			if !v.Truncated {
+				budget -= int64(v.Size)
+			} else if max == 0 && v.Size > 0 {
+				out.Values = append(out.Values, valueOut{Key: e.Key, Commit: v.Commit, CID: v.CID, Size: v.Size,
+					Omitted: fmt.Sprintf("%d bytes, past the %d-byte limit of one read_subtree", v.Size, MaxSubtree)})
+				continue
+			}
+			out.Values = append(out.Values, toValue(v))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, subtreeOut{}, err
-	}
-	out := subtreeOut{Values: []valueOut{}, More: more}
-	budget := int64(MaxSubtree)
-	for _, e := range es {
-		max := MaxInline
-		if int64(e.Size) > budget {
-			max = 0
-		}
-		v, err := h.v.Get(ctx, agent, in.Rev, e.Key, max)
-		if err != nil {
-			return nil, subtreeOut{}, err
-		}
-		if !v.Truncated {
-			budget -= int64(v.Size)
-		} else if max == 0 && v.Size > 0 {
-			out.Values = append(out.Values, valueOut{Key: e.Key, Commit: v.Commit, CID: v.CID, Size: v.Size,
-				Omitted: fmt.Sprintf("%d bytes, past the %d-byte limit of one read_subtree", v.Size, MaxSubtree)})
-			continue
-		}
-		out.Values = append(out.Values, toValue(v))
 	}
 	return nil, out, nil
 }
@@ -289,8 +334,12 @@ func (h *handlers) oplog(ctx context.Context, _ *sdk.CallToolRequest, in oplogIn
 	if in.Limit <= 0 {
 		in.Limit = 100
 	}
-	ops, err := h.v.Oplog(ctx, h.agent(in.Agent), in.Limit)
-	return nil, oplogOut{Ops: ops}, err
+	var out oplogOut
+	err := h.with(ctx, false, func(v *inspect.View) (err error) {
+		out.Ops, err = v.Oplog(ctx, h.agent(in.Agent), in.Limit)
+		return err
+	})
+	return nil, out, err
 }
 
 type receiptsIn struct {
@@ -303,8 +352,12 @@ type receiptsOut struct {
 }
 
 func (h *handlers) receipts(ctx context.Context, _ *sdk.CallToolRequest, in receiptsIn) (*sdk.CallToolResult, any, error) {
-	rs, err := h.v.Receipts(ctx, h.agent(in.Agent), in.Verify)
-	return nil, receiptsOut{Receipts: rs}, err
+	var out receiptsOut
+	err := h.with(ctx, false, func(v *inspect.View) (err error) {
+		out.Receipts, err = v.Receipts(ctx, h.agent(in.Agent), in.Verify)
+		return err
+	})
+	return nil, out, err
 }
 
 type snapshotsOut struct {
@@ -312,8 +365,12 @@ type snapshotsOut struct {
 }
 
 func (h *handlers) snapshots(ctx context.Context, _ *sdk.CallToolRequest, in agentIn) (*sdk.CallToolResult, any, error) {
-	rs, err := h.v.Snapshots(ctx, h.agent(in.Agent))
-	return nil, snapshotsOut{Records: rs}, err
+	var out snapshotsOut
+	err := h.with(ctx, false, func(v *inspect.View) (err error) {
+		out.Records, err = v.Snapshots(ctx, h.agent(in.Agent))
+		return err
+	})
+	return nil, out, err
 }
 
 type putIn struct {
@@ -343,8 +400,12 @@ func (h *handlers) put(ctx context.Context, _ *sdk.CallToolRequest, in putIn) (*
 	if msg == "" {
 		msg = "mcp: put " + in.Key
 	}
-	id, err := h.v.Put(ctx, h.agent(in.Agent), in.Key, data, inspect.WriteOptions{Message: msg, Metadata: map[string]string{"source": Source}})
-	return nil, commitOut{Commit: id}, err
+	var out commitOut
+	err := h.with(ctx, true, func(v *inspect.View) (err error) {
+		out.Commit, err = v.Put(ctx, h.agent(in.Agent), in.Key, data, inspect.WriteOptions{Message: msg, Metadata: map[string]string{"source": Source}})
+		return err
+	})
+	return nil, out, err
 }
 
 type deleteIn struct {
@@ -358,8 +419,12 @@ func (h *handlers) delete(ctx context.Context, _ *sdk.CallToolRequest, in delete
 	if msg == "" {
 		msg = "mcp: delete " + in.Key
 	}
-	id, err := h.v.Delete(ctx, h.agent(in.Agent), in.Key, inspect.WriteOptions{Message: msg, Metadata: map[string]string{"source": Source}})
-	return nil, commitOut{Commit: id}, err
+	var out commitOut
+	err := h.with(ctx, true, func(v *inspect.View) (err error) {
+		out.Commit, err = v.Delete(ctx, h.agent(in.Agent), in.Key, inspect.WriteOptions{Message: msg, Metadata: map[string]string{"source": Source}})
+		return err
+	})
+	return nil, out, err
 }
 
 type undoOut struct {
@@ -368,8 +433,13 @@ type undoOut struct {
 }
 
 func (h *handlers) undo(ctx context.Context, _ *sdk.CallToolRequest, in agentIn) (*sdk.CallToolResult, any, error) {
-	u, err := h.v.Undo(ctx, h.agent(in.Agent))
-	return nil, undoOut{Undid: u.Target.Seq, Head: u.Entry.New}, err
+	var out undoOut
+	err := h.with(ctx, true, func(v *inspect.View) error {
+		u, err := v.Undo(ctx, h.agent(in.Agent))
+		out = undoOut{Undid: u.Target.Seq, Head: u.Entry.New}
+		return err
+	})
+	return nil, out, err
 }
 
 type forkIn struct {
@@ -384,8 +454,13 @@ type forkOut struct {
 }
 
 func (h *handlers) fork(ctx context.Context, _ *sdk.CallToolRequest, in forkIn) (*sdk.CallToolResult, any, error) {
-	e, err := h.v.Fork(ctx, h.agent(in.Agent), in.Rev, in.To)
-	return nil, forkOut{Agent: in.To, Head: e.New}, err
+	out := forkOut{Agent: in.To}
+	err := h.with(ctx, true, func(v *inspect.View) error {
+		e, err := v.Fork(ctx, h.agent(in.Agent), in.Rev, in.To)
+		out.Head = e.New
+		return err
+	})
+	return nil, out, err
 }
 
 // resource reads agentstate://AGENT/REV/KEY.
@@ -399,7 +474,11 @@ func (h *handlers) resource(ctx context.Context, req *sdk.ReadResourceRequest) (
 	if !ok || rev == "" || key == "" {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
-	v, err := h.v.Get(ctx, u.Host, rev, key, MaxInline)
+	var v inspect.Value
+	err = h.with(ctx, false, func(vw *inspect.View) (err error) {
+		v, err = vw.Get(ctx, u.Host, rev, key, MaxInline)
+		return err
+	})
 	if errors.Is(err, inspect.ErrNotFound) {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
