@@ -261,9 +261,38 @@ func (r *Repo) LogOptions(ctx context.Context, agent string) (dag.LogOptions, *C
 
 func tagName(agent, name string) string { return "tag/" + agent + "/" + name }
 
-// SetTag names commit c of agent's history name (replacing a tag of that
-// name).
+// ErrTagExists: SetTag was asked to name a commit with a tag that already
+// names another one (a *TagExistsError says which).
+var ErrTagExists = errors.New("repo: tag already exists")
+
+// TagExistsError is SetTag's refusal to move a tag.
+type TagExistsError struct {
+	Agent, Name string
+	Commit      objects.CID // the commit the tag names now
+	Want        objects.CID // the commit it was asked to name
+}
+
+func (e *TagExistsError) Error() string {
+	return fmt.Sprintf("repo: agent %s already has a tag %q, on %s; it was not moved to %s", e.Agent, e.Name, e.Commit.Short(), e.Want.Short())
+}
+
+func (e *TagExistsError) Unwrap() error { return ErrTagExists }
+
+// SetTag names commit c of agent's history name. A tag is what keeps a
+// commit from forget, so an existing tag is never moved silently: naming
+// the commit it already names succeeds and changes nothing, and naming
+// another one is refused with a *TagExistsError (ErrTagExists). MoveTag
+// moves a tag.
 func (r *Repo) SetTag(ctx context.Context, agent, name string, c objects.CID) error {
+	return r.setTag(ctx, agent, name, c, false)
+}
+
+// MoveTag is SetTag that also moves an existing tag of that name to c.
+func (r *Repo) MoveTag(ctx context.Context, agent, name string, c objects.CID) error {
+	return r.setTag(ctx, agent, name, c, true)
+}
+
+func (r *Repo) setTag(ctx context.Context, agent, name string, c objects.CID, move bool) error {
 	if err := refs.ValidateAgent(agent); err != nil {
 		return err
 	}
@@ -273,6 +302,25 @@ func (r *Repo) SetTag(ctx context.Context, agent, name string, c objects.CID) er
 	if _, err := r.Commit(ctx, c); err != nil {
 		return err
 	}
+	// Tag changes of one agent take turns with each other and with its
+	// forget in this process, so the check below holds until the write.
+	defer r.moves.lock(agent)()
+	old, ok, err := r.Storage.GetMeta(ctx, tagName(agent, name))
+	if err != nil {
+		return err
+	}
+	if ok {
+		cur, perr := objects.ParseCID(string(old))
+		switch {
+		case perr == nil && cur == c:
+			return nil
+		case perr == nil && !move:
+			return &TagExistsError{Agent: agent, Name: name, Commit: cur, Want: c}
+		case perr != nil && !move:
+			// A damaged record is replaced only on request, like any tag.
+			return fmt.Errorf("%w: agent %s has a tag %q whose record is unreadable (%v); it was not replaced", ErrTagExists, agent, name, perr)
+		}
+	}
 	return r.Storage.SetMeta(ctx, tagName(agent, name), []byte(c.String()))
 }
 
@@ -281,6 +329,7 @@ func (r *Repo) DeleteTag(ctx context.Context, agent, name string) (bool, error) 
 	if err := refs.ValidateAgent(name); err != nil {
 		return false, fmt.Errorf("tag name: %w", err)
 	}
+	defer r.moves.lock(agent)()
 	_, ok, err := r.Storage.GetMeta(ctx, tagName(agent, name))
 	if err != nil || !ok {
 		return false, err

@@ -354,3 +354,45 @@ func TestForgetAgentsCollectsOnce(t *testing.T) {
 		verifyClean(t, r)
 	})
 }
+
+// A tag keeps a commit from forget: an existing tag is never moved
+// silently. Re-tagging the same commit is a no-op; moving needs MoveTag.
+func TestSetTagRefusesToMoveATag(t *testing.T) {
+	owners(t, func(t *testing.T, r *repo.Repo) {
+		ctx := context.Background()
+		c1 := mustPut(t, r, "a", "k", "1")
+		c2 := mustPut(t, r, "a", "k", "2")
+		if err := r.SetTag(ctx, "a", "keep", c1); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.SetTag(ctx, "a", "keep", c1); err != nil {
+			t.Fatalf("re-tagging the same commit: %v", err)
+		}
+		err := r.SetTag(ctx, "a", "keep", c2)
+		var te *repo.TagExistsError
+		if !errors.Is(err, repo.ErrTagExists) || !errors.As(err, &te) || te.Commit != c1 || te.Want != c2 {
+			t.Fatalf("moving a tag with SetTag: %v", err)
+		}
+		tagOf := func() objects.CID {
+			tags, err := r.Tags(ctx, "a")
+			if err != nil || len(tags["a"]) != 1 {
+				t.Fatalf("tags %v %v", tags, err)
+			}
+			return tags["a"][0].Commit
+		}
+		if got := tagOf(); got != c1 {
+			t.Fatalf("the refused SetTag moved the tag to %s", got)
+		}
+		if err := r.MoveTag(ctx, "a", "keep", c2); err != nil {
+			t.Fatal(err)
+		}
+		if got := tagOf(); got != c2 {
+			t.Fatalf("MoveTag left the tag on %s", got)
+		}
+		// Another agent's tag of the same name is its own.
+		mustPut(t, r, "b", "k", "x")
+		if err := r.SetTag(ctx, "b", "keep", c1); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

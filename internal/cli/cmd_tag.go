@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,7 +12,8 @@ import (
 
 func newTagCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "tag", Usage: "name a commit to keep (forget and gc keep tagged commits); list or delete tags", ArgsUsage: "[NAME [REV]]",
-		Flags:  []cli.Flag{&cli.BoolFlag{Name: "delete", Aliases: []string{"d"}, Usage: "delete tag NAME"}, jsonFlag()},
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "delete", Aliases: []string{"d"}, Usage: "delete tag NAME"},
+			&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "move tag NAME if it already names another commit"}, jsonFlag()},
 		Action: e.runTag}
 }
 
@@ -61,7 +63,14 @@ func (e *env) runTag(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := r.SetTag(e.ctx, e.agent, name, id); err != nil {
+		set := r.SetTag
+		if c.Bool("force") {
+			set = r.MoveTag
+		}
+		if err := set(e.ctx, e.agent, name, id); err != nil {
+			if errors.Is(err, repo.ErrTagExists) {
+				return fmt.Errorf("%w (tag -f %s %s moves it)", err, name, revArg(c, 1))
+			}
 			return err
 		}
 		fmt.Fprintf(e.stdout, "tagged %s of %s as %s\n", id.Short(), e.agent, name)
