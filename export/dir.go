@@ -359,8 +359,14 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 	if err != nil {
 		return rep, err
 	}
+	_, statErr := os.Lstat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rep, fmt.Errorf("export: creating %s: %w", dir, err)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		if err := chmodNew(dir); err != nil {
+			return rep, err
+		}
 	}
 	for _, d := range dirs {
 		if err := ensureDirs(root, d); err != nil {
@@ -497,6 +503,9 @@ func ensureDirs(root, rel string) error {
 		if err := os.Mkdir(cur, 0o755); err != nil {
 			return fmt.Errorf("export: creating %s: %w", cur, err)
 		}
+		if err := chmodNew(cur); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -533,6 +542,19 @@ func sameContent(ctx context.Context, bs objects.BlockStore, p string, v objects
 		return false, true, err
 	}
 	return got == want, true, nil
+}
+
+// chmodNew gives a directory export made mode 0755 whatever the umask, as
+// its files get 0644: a process that holds a store open runs with umask 077
+// (internal/store), and a checkout made there is the same as one made
+// anywhere else.
+func chmodNew(dir string) error {
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && fi.Mode().Perm() != 0o755 {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return fmt.Errorf("export: setting the mode of %s: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // writeNew creates dst, which did not exist a moment ago. O_EXCL with

@@ -36,7 +36,7 @@ func (m FileMeta) GetMeta(name string) ([]byte, bool, error) {
 // (atomicfile.WriteFileNoSync): a record lost or damaged in a crash is a
 // cold cache.
 func (m FileMeta) SetMeta(name string, v []byte) error {
-	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(m.Dir, 0o700); err != nil { // records name the user's directories
 		return err
 	}
 	return atomicfile.WriteFileNoSync(m.path(name), v, 0o600)

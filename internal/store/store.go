@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"os"
 	"path/filepath"
@@ -93,6 +94,7 @@ type Store struct {
 	lock    *os.File     // the held LockFile (nil in memory)
 	dir     string       // "" when read-only: no space checks, no mode fixes
 	pending atomic.Int64 // bytes written (or replayed) that may still be flushed into a table
+	umask   func()       // releases the process umask held while the store is open (umask_unix.go)
 	remove  string       // an ephemeral store's directory, removed on Close
 	heads   headCache    // HEAD records read (refstore.go)
 }
@@ -229,10 +231,15 @@ func open(dir string, opts Options) (*Store, error) {
 		WithNumCompactors(2).
 		WithDetectConflicts(true)
 	writable := !opts.InMemory && !opts.ReadOnly
+	release := func() {}
+	if writable {
+		release = holdUmask() // Badger's files are owner-only from their first instant
+	}
 	var lock *os.File
 	if !opts.InMemory {
 		var err error
 		if lock, err = lockWait(dir, opts.ReadOnly, opts.LockTimeout); err != nil {
+			release()
 			return nil, err
 		}
 	}
@@ -240,6 +247,7 @@ func open(dir string, opts Options) (*Store, error) {
 		if lock != nil {
 			lock.Close()
 		}
+		release()
 		return nil, err
 	}
 	var use diskUse
@@ -270,7 +278,7 @@ func open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return fail(fmt.Errorf("store: opening %s: %w", dir, err))
 	}
-	s := &Store{db: db, lock: lock}
+	s := &Store{db: db, lock: lock, umask: release}
 	if writable {
 		s.dir = dir
 		s.pending.Store(use.memData)
@@ -311,10 +319,11 @@ func lockWait(dir string, shared bool, timeout time.Duration) (*os.File, error) 
 	}
 }
 
-// tighten gives the store directory DirMode and its files FileMode. Badger
-// creates its files with mode 0666 less the umask and has no option for it;
-// the directory mode is what keeps other users out, the file modes are fixed
-// again on every writable open and close. A store shared by a group that the
+// tighten gives the store directory and its subdirectories DirMode and its
+// files FileMode. Badger creates its files with mode 0666 less the umask and
+// has no option for it: while a store is open the process umask is 077
+// (umask_unix.go), and the modes of files an older build or another program
+// left are fixed again on every writable open and close. A store shared by a group that the
 // current user does not own is left as it is.
 func tighten(dir string) error {
 	fi, err := os.Stat(dir)
@@ -331,11 +340,15 @@ func tighten(dir string) error {
 		return nil
 	}
 	for _, e := range ents {
-		if !e.Type().IsRegular() {
+		want := fs.FileMode(FileMode)
+		switch {
+		case e.Type().IsDir():
+			want = DirMode // the stat cache, staging directories
+		case !e.Type().IsRegular():
 			continue
 		}
-		if fi, err := e.Info(); err == nil && fi.Mode().Perm() != FileMode {
-			_ = os.Chmod(filepath.Join(dir, e.Name()), FileMode) // best effort: the directory mode protects it
+		if fi, err := e.Info(); err == nil && fi.Mode().Perm() != want {
+			_ = os.Chmod(filepath.Join(dir, e.Name()), want) // best effort: the directory mode protects it
 		}
 	}
 	return nil
@@ -375,6 +388,9 @@ func (s *Store) Close() error {
 	}
 	if s.remove != "" {
 		os.RemoveAll(filepath.Dir(s.remove))
+	}
+	if s.umask != nil {
+		s.umask()
 	}
 	return err
 }

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package store
+
+func holdUmask() func() { return func() {} }
