@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"io"
 	"os"
 	"strings"
@@ -119,7 +120,7 @@ func (e *env) main(args []string) int {
 	}
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "agentstate: ")
-	fmt.Fprintf(stderr, "agentstate: %s\n", oneLine(msg))
+	fmt.Fprintf(stderr, "agentstate: %s\n", termsafe.Line(oneLine(msg)))
 	var ue *usageError
 	var ec cli.ExitCoder // only help raises these ("No help topic for ...")
 	if errors.As(err, &ue) || errors.As(err, &ec) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/internal/textdiff"
 	"github.com/agentstate/agentstate/objects"
 )
@@ -15,7 +16,7 @@ var changeColor = map[objects.ChangeKind]string{objects.Added: "32", objects.Rem
 
 func (e *env) printChanges(changes []objects.Change) {
 	for _, ch := range changes {
-		fmt.Fprintf(e.stdout, "%s\t%s\n", e.paint(changeColor[ch.Change], changeLetter[ch.Change]), ch.Path)
+		fmt.Fprintf(e.stdout, "%s\t%s\n", e.paint(changeColor[ch.Change], changeLetter[ch.Change]), termsafe.Line(ch.Path))
 	}
 }
 
@@ -39,8 +40,9 @@ func (e *env) printPatch(r *repo.Repo, changes []objects.Change) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(e.stdout, e.paint("1", "diff a/"+ch.Path+" b/"+ch.Path))
-		oldName, newName := "a/"+ch.Path, "b/"+ch.Path
+		path := termsafe.Line(ch.Path)
+		fmt.Fprintln(e.stdout, e.paint("1", "diff a/"+path+" b/"+path))
+		oldName, newName := "a/"+path, "b/"+path
 		switch ch.Change {
 		case objects.Added:
 			oldName = "/dev/null"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
@@ -37,7 +38,7 @@ func (e *env) runAgents(c *cli.Context) error {
 			if h.Agent == e.agent {
 				mark = "*"
 			}
-			fmt.Fprintf(e.stdout, "%s %-20s %s  (%d operations)\n", mark, h.Agent, h.Commit.Short(), h.Seq)
+			fmt.Fprintf(e.stdout, "%s %-20s %s  (%d operations)\n", mark, termsafe.Line(h.Agent), h.Commit.Short(), h.Seq)
 		}
 		if c.Bool("json") {
 			return e.writeJSON(out)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
@@ -54,7 +55,7 @@ func (e *env) runDiff(c *cli.Context) error {
 					}
 					return fmt.Sprint(len(data))
 				}
-				fmt.Fprintf(e.stdout, " %s %s | %s -> %s bytes\n", changeLetter[ch.Change], ch.Path, size(ch.Old), size(ch.New))
+				fmt.Fprintf(e.stdout, " %s %s | %s -> %s bytes\n", changeLetter[ch.Change], termsafe.Line(ch.Path), size(ch.Old), size(ch.New))
 				switch ch.Change {
 				case objects.Added:
 					added++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/urfave/cli/v2"
 )
 
@@ -38,15 +39,15 @@ func (e *env) runDu(c *cli.Context) error {
 		s := u.Store
 		fmt.Fprintf(e.stdout, "store: %s in %d blocks; live %s (%d blocks); reclaimable by gc %s (%d blocks)\n",
 			size(s.Bytes), s.Blocks, size(s.LiveBytes), s.LiveBlocks, size(s.ReclaimableBytes), s.Reclaimable)
-		fmt.Fprintf(e.stdout, "\n%s: %d commits in its history; newest first:\n", u.Agent, len(u.Commits))
+		fmt.Fprintf(e.stdout, "\n%s: %d commits in its history; newest first:\n", termsafe.Line(u.Agent), len(u.Commits))
 		fmt.Fprintf(e.stdout, "  %-15s %10s %10s %10s  %s\n", "commit", "size", "added", "shared", "message")
 		for _, cu := range u.Commits[:limit(len(u.Commits))] {
-			fmt.Fprintf(e.stdout, "  %-15s %10s %10s %10s  %s\n", cu.CID.Short(), size(cu.Size), size(cu.Added), size(cu.Shared), oneLine(cu.Message))
+			fmt.Fprintf(e.stdout, "  %-15s %10s %10s %10s  %s\n", cu.CID.Short(), size(cu.Size), size(cu.Added), size(cu.Shared), termsafe.Line(oneLine(cu.Message)))
 		}
 		fmt.Fprintf(e.stdout, "\nkeys by growth over that history:\n")
 		fmt.Fprintf(e.stdout, "  %10s %8s %10s  %s\n", "versions", "bytes", "at HEAD", "key")
 		for _, k := range u.Keys[:limit(len(u.Keys))] {
-			fmt.Fprintf(e.stdout, "  %10d %8s %10s  %s\n", k.Versions, size(k.Bytes), size(k.Current), k.Key)
+			fmt.Fprintf(e.stdout, "  %10d %8s %10s  %s\n", k.Versions, size(k.Bytes), size(k.Current), termsafe.Line(k.Key))
 		}
 		return nil
 	})

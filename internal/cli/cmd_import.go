@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/refs"
 	"github.com/urfave/cli/v2"
 )
@@ -40,7 +41,7 @@ func (e *env) runImport(c *cli.Context) error {
 			return fmt.Errorf("importing %s (nothing was committed): %w", c.Args().First(), err)
 		}
 		for _, s := range imp.Skipped {
-			fmt.Fprintf(e.stderr, "agentstate: skipped %s: %s\n", s.Path, s.Type)
+			fmt.Fprintf(e.stderr, "agentstate: skipped %s: %s\n", termsafe.Line(s.Path), termsafe.Line(fmt.Sprint(s.Type)))
 		}
 		if imp.Lock != nil {
 			if err := imp.CheckLineage(nil); err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
@@ -144,7 +145,7 @@ func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline boo
 // printCut says that history below the last commit printed was cut.
 func (e *env) printCut(cp *repo.Checkpoint, oneline bool) {
 	line := fmt.Sprintf("history cut here by forget at %s (%s); %d older operations and %d commits forgotten in all",
-		fmtTime(cp.Time), cp.Policy, cp.ForgottenOps, cp.ForgottenCommits)
+		fmtTime(cp.Time), termsafe.Line(cp.Policy), cp.ForgottenOps, cp.ForgottenCommits)
 	if oneline {
 		fmt.Fprintln(e.stdout, e.paint("2", "~~ "+line))
 		return

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
@@ -56,9 +57,9 @@ func (e *env) runLs(c *cli.Context) error {
 			if asJSON {
 				out = append(out, le)
 			} else if long {
-				fmt.Fprintf(e.stdout, "%s %9d %s\n", en.Value.Short(), le.Size, en.Key)
+				fmt.Fprintf(e.stdout, "%s %9d %s\n", en.Value.Short(), le.Size, termsafe.Line(en.Key))
 			} else {
-				fmt.Fprintln(e.stdout, en.Key)
+				fmt.Fprintln(e.stdout, termsafe.Line(en.Key))
 			}
 		}
 		if asJSON {

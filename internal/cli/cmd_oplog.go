@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
@@ -52,15 +53,15 @@ func (e *env) runOplog(c *cli.Context) error {
 			if !en.Old.IsZero() {
 				old = en.Old.Short()
 			}
-			line := fmt.Sprintf("%4d %-7s %s -> %s  %s", en.Seq, en.Op, old, en.New.Short(), fmtTime(en.Time))
+			line := fmt.Sprintf("%4d %-7s %s -> %s  %s", en.Seq, termsafe.Line(string(en.Op)), old, en.New.Short(), fmtTime(en.Time))
 			if en.Task != "" {
-				line += "  task=" + en.Task
+				line += "  task=" + termsafe.Line(en.Task)
 			}
 			if en.Target != 0 {
 				line += fmt.Sprintf("  (of operation %d)", en.Target)
 			}
 			if en.Note != "" {
-				line += "  " + en.Note
+				line += "  " + termsafe.Line(en.Note)
 			}
 			fmt.Fprintln(e.stdout, line)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/runtime"
 	"github.com/urfave/cli/v2"
@@ -191,20 +192,20 @@ func (e *env) listReceipts(o receiptsOpts, lines [][]byte, keys []ed25519.Public
 			continue
 		}
 		if perr != nil {
-			fmt.Fprintf(e.stdout, "%4d  %s\n", n, e.paint("31", "unreadable: "+perr.Error()))
+			fmt.Fprintf(e.stdout, "%4d  %s\n", n, e.paint("31", "unreadable: "+termsafe.Line(perr.Error())))
 			continue
 		}
 		merge := ""
 		if rc.Merged() {
 			merge = " (merge)"
 		}
-		fmt.Fprintf(e.stdout, "%4d  %s  %s  %-24s %s -> %s%s", n, fmtTime(rc.Time), rc.Commit.Short(), rc.Task, shortHash(rc.BundleBefore), shortHash(rc.BundleAfter), merge)
+		fmt.Fprintf(e.stdout, "%4d  %s  %s  %-24s %s -> %s%s", n, fmtTime(rc.Time), rc.Commit.Short(), termsafe.Line(rc.Task), shortHash(rc.BundleBefore), shortHash(rc.BundleAfter), merge)
 		switch {
 		case !o.verify:
 		case verr != nil:
-			fmt.Fprintf(e.stdout, "  %s", e.paint("31", "FAILED: "+verr.Error()))
+			fmt.Fprintf(e.stdout, "  %s", e.paint("31", "FAILED: "+termsafe.Line(verr.Error())))
 		case note != "":
-			fmt.Fprintf(e.stdout, "  %s (%s)", e.paint("32", "ok"), note)
+			fmt.Fprintf(e.stdout, "  %s (%s)", e.paint("32", "ok"), termsafe.Line(note))
 		default:
 			fmt.Fprintf(e.stdout, "  %s", e.paint("32", "ok"))
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/urfave/cli/v2"
 )
 
@@ -37,10 +38,10 @@ func (e *env) runSnapshots(c *cli.Context) error {
 		for i := len(recs) - 1; i >= 0; i-- {
 			rec := recs[i]
 			if rec.Error != "" {
-				fmt.Fprintf(e.stdout, "%s %-7s %-8s FAILED %s: %s\n", fmtTime(rec.Time), rec.Op, rec.Agent, rec.Commit.Short(), oneLine(rec.Error))
+				fmt.Fprintf(e.stdout, "%s %-7s %-8s FAILED %s: %s\n", fmtTime(rec.Time), termsafe.Line(rec.Op), termsafe.Line(rec.Agent), rec.Commit.Short(), termsafe.Line(oneLine(rec.Error)))
 				continue
 			}
-			line := fmt.Sprintf("%s %-7s %-8s %s %s %s", fmtTime(rec.Time), rec.Op, rec.Agent, rec.BlobID, rec.Commit.Short(), rec.BundleHash)
+			line := fmt.Sprintf("%s %-7s %-8s %s %s %s", fmtTime(rec.Time), termsafe.Line(rec.Op), termsafe.Line(rec.Agent), termsafe.Line(string(rec.BlobID)), rec.Commit.Short(), termsafe.Line(rec.BundleHash))
 			if rec.EndEpoch > 0 {
 				line += fmt.Sprintf(" until epoch %d", rec.EndEpoch)
 				if epoch > 0 && rec.EndEpoch-epoch <= 1 {

@@ -11,6 +11,7 @@ import (
 	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/internal/rpcwire"
 	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/urfave/cli/v2"
 )
 
@@ -75,13 +76,13 @@ func (e *env) runStatus(c *cli.Context) error {
 	}
 	fmt.Fprintf(e.stdout, "store    %s\n", dir)
 	if out.Served {
-		fmt.Fprintf(e.stdout, "served   by %s (pid %d)", out.Holder, out.PID)
+		fmt.Fprintf(e.stdout, "served   by %s (pid %d)", termsafe.Line(out.Holder), out.PID)
 		if out.Since != "" {
 			fmt.Fprintf(e.stdout, " since %s", out.Since)
 		}
 		fmt.Fprintln(e.stdout)
 		if len(out.Listen) > 0 {
-			fmt.Fprintf(e.stdout, "listen   %s\n", strings.Join(out.Listen, ", "))
+			fmt.Fprintf(e.stdout, "listen   %s\n", termsafe.Line(strings.Join(out.Listen, ", ")))
 		}
 		fmt.Fprintf(e.stdout, "clients  %d connection(s), this command's included\n", out.Clients)
 	} else {
@@ -92,7 +93,7 @@ func (e *env) runStatus(c *cli.Context) error {
 	}
 	fmt.Fprintf(e.stdout, "agents   %d\n", len(out.Agents))
 	for _, a := range out.Agents {
-		fmt.Fprintf(e.stdout, "  %-20s %s  (%d operations)\n", a.Agent, a.Head.Short(), a.Operations)
+		fmt.Fprintf(e.stdout, "  %-20s %s  (%d operations)\n", termsafe.Line(a.Agent), a.Head.Short(), a.Operations)
 	}
 	return nil
 }

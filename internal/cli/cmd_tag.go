@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/urfave/cli/v2"
 )
 
@@ -53,7 +54,7 @@ func (e *env) runTag(c *cli.Context) error {
 				return e.writeJSON(list)
 			}
 			for _, t := range list {
-				fmt.Fprintf(e.stdout, "%s\t%s\n", t.Name, t.Commit)
+				fmt.Fprintf(e.stdout, "%s\t%s\n", termsafe.Line(t.Name), t.Commit)
 			}
 			return nil
 		})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,7 +29,7 @@ func (e *env) undoRedo(redo bool) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "%s operation %d (%s); HEAD of %s is now at %s\n", verb, u.Target.Seq, u.Target.Op, e.agent, u.Entry.New.Short())
+		fmt.Fprintf(e.stdout, "%s operation %d (%s); HEAD of %s is now at %s\n", verb, u.Target.Seq, termsafe.Line(string(u.Target.Op)), e.agent, u.Entry.New.Short())
 		return nil
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,7 +37,7 @@ func (e *env) runVerify(c *cli.Context) error {
 			}
 		} else {
 			for _, p := range rep.Problems {
-				fmt.Fprintf(e.stdout, "problem: %s\n", p)
+				fmt.Fprintf(e.stdout, "problem: %s\n", termsafe.Line(fmt.Sprint(p)))
 			}
 		}
 		if len(rep.Problems) > 0 {

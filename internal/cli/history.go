@@ -9,6 +9,7 @@ import (
 	"github.com/agentstate/agentstate/ens"
 	"github.com/agentstate/agentstate/export/history"
 	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/runtime"
 	"github.com/urfave/cli/v2"
 )
@@ -90,13 +91,13 @@ func (e *env) printHistoryPushed(h *historyPushed) {
 		}
 		if h.Added > 1 {
 			fmt.Fprintf(e.stdout, "history: packs %d–%d (%d packs: the new history is larger than one pack takes) of %d blocks and %d receipts, the last as blob %s; manifest signed by %s…\n",
-				h.Packs-h.Added+1, h.Packs, h.Added, h.Blocks, receipts, h.Pack.Blob, h.Signer[:16])
+				h.Packs-h.Added+1, h.Packs, h.Added, h.Blocks, receipts, termsafe.Line(string(h.Pack.Blob)), termsafe.Line(h.Signer[:16]))
 		} else {
 			fmt.Fprintf(e.stdout, "history: pack %d of %d blocks and %d receipts as blob %s; manifest signed by %s…\n",
-				h.Packs, h.Pack.Blocks, receipts, h.Pack.Blob, h.Signer[:16])
+				h.Packs, h.Pack.Blocks, receipts, termsafe.Line(string(h.Pack.Blob)), termsafe.Line(h.Signer[:16]))
 		}
 	}
-	fmt.Fprintf(e.stdout, "history pointer: %s = %s\n", h.Pointer, h.Manifest)
+	fmt.Fprintf(e.stdout, "history pointer: %s = %s\n", termsafe.Line(h.Pointer), termsafe.Line(h.Manifest))
 }
 
 // restoreHistory is restore --history: the packs of the published manifest
@@ -132,6 +133,6 @@ func (e *env) restoreHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline)
 	}
 	m := res.Manifest
 	fmt.Fprintf(e.stdout, "restored %s's history from manifest %s: %d packs (%d fetched), HEAD %s (%s), tree %s, bundle %s, %d receipts re-ingested, %d operator keys recorded\n",
-		e.agent, res.Ref.Blob, len(m.Packs), res.Fetched, m.Head.Short(), res.Integration.Outcome, m.Tree, m.BundleHash, res.Receipts, res.Operators)
+		e.agent, termsafe.Line(string(res.Ref.Blob)), len(m.Packs), res.Fetched, m.Head.Short(), termsafe.Line(string(res.Integration.Outcome)), m.Tree, m.BundleHash, res.Receipts, res.Operators)
 	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,15 +13,24 @@ import (
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
 	"golang.org/x/term"
 )
 
+// writeJSON prints v as indented JSON. encoding/json escapes C0 controls;
+// termsafe.JSON escapes what it leaves raw (DEL, C1, bidi controls), so
+// --json output is as inert on a terminal as text output.
 func (e *env) writeJSON(v any) error {
-	enc := json.NewEncoder(e.stdout)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := e.stdout.Write(termsafe.JSON(buf.Bytes()))
+	return err
 }
 
 func (e *env) paint(code, s string) string {
@@ -37,9 +47,11 @@ func isTerminal(w io.Writer) bool {
 
 func fmtTime(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02 15:04:05 +0000") }
 
+// firstLine is the first line of a message, escaped for a terminal
+// (termsafe.Line).
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return termsafe.Line(s)
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
@@ -76,7 +88,7 @@ func (e *env) logJSON(r *repo.Repo, le dag.LogEntry) (logJSON, error) {
 func (e *env) printCommit(le dag.LogEntry, head bool) {
 	hdr := "commit " + le.CID.String()
 	if head {
-		hdr += " (HEAD -> " + e.agent + ")"
+		hdr += " (HEAD -> " + termsafe.Line(e.agent) + ")"
 	}
 	fmt.Fprintln(e.stdout, e.paint("33", hdr))
 	if len(le.Commit.Parents) > 1 {
@@ -88,10 +100,10 @@ func (e *env) printCommit(le dag.LogEntry, head bool) {
 	}
 	fmt.Fprintf(e.stdout, "Date:   %s\n", fmtTime(le.Commit.Time))
 	for _, k := range sortedKeys(le.Commit.Metadata) {
-		fmt.Fprintf(e.stdout, "%-7s %s\n", k+":", le.Commit.Metadata[k])
+		fmt.Fprintf(e.stdout, "%-7s %s\n", termsafe.Line(k)+":", termsafe.Line(le.Commit.Metadata[k]))
 	}
 	fmt.Fprintln(e.stdout)
 	for _, line := range strings.Split(le.Commit.Message, "\n") {
-		fmt.Fprintf(e.stdout, "    %s\n", line)
+		fmt.Fprintf(e.stdout, "    %s\n", termsafe.Line(line))
 	}
 }
