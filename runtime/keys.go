@@ -9,24 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/agentstate/agentstate/dag/repo"
 )
-
-// TrustedKeys returns the operator public keys recorded in a store by
-// Open, in hex order.
-func TrustedKeys(ctx context.Context, r *repo.Repo) ([]ed25519.PublicKey, error) {
-	var keys []ed25519.PublicKey
-	err := r.Storage.MetaPrefix(ctx, OperatorKeyPrefix, func(name string, _ []byte) error {
-		k, err := ParsePublicKey(strings.TrimPrefix(name, OperatorKeyPrefix))
-		if err != nil {
-			return fmt.Errorf("runtime: recorded operator key %q: %w", name, err)
-		}
-		keys = append(keys, k)
-		return nil
-	})
-	return keys, err
-}
 
 // ParsePublicKey parses an ed25519 public key written as 64 hex digits or
 // as standard or URL-safe base64 (with or without padding).

@@ -178,8 +178,9 @@ func (rt *Runtime) agent(name string) *agentState {
 
 // OperatorKeyPrefix is the store metadata prefix under which Open records
 // the public keys of the operators that signed receipts in this store
-// ("runtime/operator/" + 64 hex digits).
-const OperatorKeyPrefix = "runtime/operator/"
+// ("runtime/operator/" + 64 hex digits): keys trusted for every agent
+// (repo.OperatorKeyPrefix; dag/repo/trust.go).
+const OperatorKeyPrefix = repo.OperatorKeyPrefix
 
 // Open opens (creating it if needed) the store and starts the snapshot
 // queue.
@@ -224,7 +225,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			if hp == nil {
 				return fail(fmt.Errorf("runtime: Options.History with a %T snapshot pointer needs Options.HistoryPointer", ptr))
 			}
-			hist = &history.Shipper{Repo: r, Cipher: opts.Cipher, Blobs: opts.Blobs, Pointer: hp, Options: opts.BlobOptions, OperatorKeys: OperatorKeyPrefix}
+			hist = &history.Shipper{Repo: r, Cipher: opts.Cipher, Blobs: opts.Blobs, Pointer: hp, Options: opts.BlobOptions, RecordKeys: true}
 		}
 		if rt.snap == nil {
 			rt.snap = pipelineSnapshotter{p: p, hist: hist, key: opts.Signer}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/history"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/objects"
@@ -65,9 +66,10 @@ type pipelineRestorer struct {
 
 func (s pipelineRestorer) Restore(ctx context.Context, agent string) (RestoreResult, error) {
 	if s.hist != nil {
-		// The operator keys the store trusts, this runtime's among them
-		// (Open records it).
-		trusted, err := TrustedKeys(ctx, s.p.Repo)
+		// The keys the store trusts to sign this agent's history: the
+		// operator keys, this runtime's among them (Open records it), and
+		// the agent's own; never a key only learned from another store.
+		trusted, err := s.p.Repo.TrustedKeys(ctx, agent, repo.KeySignsHistory)
 		if err != nil {
 			return RestoreResult{}, err
 		}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/tape"
 )
 
 // Lineage sync: copying an agent's history from one repository to another
@@ -366,32 +368,98 @@ func (r *Repo) mergeBase(ctx context.Context, agent string, a, b objects.CID) (o
 	return objects.CID{}, nil
 }
 
-// CopyReceipts appends to r's tape for agent the receipt lines of src's
-// that r lacks (tape.Import de-duplicates), and records src's trusted
-// operator keys in r, so the receipts verify here. It returns the lines
-// added.
-func (r *Repo) CopyReceipts(ctx context.Context, src *Repo, agent string, keyPrefix string) (int, error) {
-	var nd []byte
+// Receipts are an agent's receipt lines read from another store, each
+// checked as a tape line, and the keys that store trusts to verify them
+// (hex): ReadReceipts reads them and writes nothing, AddReceipts records
+// them.
+type Receipts struct {
+	Lines [][]byte
+	Keys  []string
+}
+
+// Bounds on what ReadReceipts takes from another store: a sender's tape
+// beyond them is refused (ErrTooMuch) before anything is written.
+const (
+	MaxReceiptLines = 1 << 20
+	MaxReceiptBytes = 256 << 20
+	maxSourceKeys   = 1024
+)
+
+// ErrTooMuch: another store sent more than a transfer takes.
+var ErrTooMuch = errors.New("sync: the other store sent more than a transfer takes")
+
+// ReadReceipts reads src's receipt lines for agent and the keys src trusts
+// to verify them, within MaxReceiptLines and MaxReceiptBytes; every line
+// must be a tape line. It writes nothing.
+func ReadReceipts(ctx context.Context, src *Repo, agent string) (*Receipts, error) {
+	rc := &Receipts{}
+	size := 0
 	for l, err := range src.Tape.Lines(ctx, agent) {
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
+		size += len(l) + 1
+		if len(rc.Lines) >= MaxReceiptLines || size > MaxReceiptBytes {
+			return nil, fmt.Errorf("%w: the receipts of %s are over %d lines or %d bytes", ErrTooMuch, agent, MaxReceiptLines, MaxReceiptBytes)
+		}
+		rc.Lines = append(rc.Lines, l)
+	}
+	if _, err := tape.SplitNDJSON(ndjsonOf(rc.Lines)); err != nil {
+		return nil, fmt.Errorf("sync: the receipts of %s: %w", agent, err)
+	}
+	keys, err := src.TrustedKeys(ctx, agent, KeyVerifiesReceipts)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) > maxSourceKeys {
+		return nil, fmt.Errorf("%w: %d keys for the receipts of %s, over %d", ErrTooMuch, len(keys), agent, maxSourceKeys)
+	}
+	for _, k := range keys {
+		rc.Keys = append(rc.Keys, KeyHex(k))
+	}
+	return rc, nil
+}
+
+func ndjsonOf(lines [][]byte) []byte {
+	var nd []byte
+	for _, l := range lines {
 		nd = append(append(nd, l...), '\n')
 	}
+	return nd
+}
+
+// AddReceipts appends to r's tape for agent the lines of rc it lacks
+// (tape.Import de-duplicates) and records rc's keys as learned with agent's
+// receipts from source: they verify agent's receipts here and sign nothing
+// (trust.go). It returns the lines added.
+func (r *Repo) AddReceipts(ctx context.Context, agent string, rc *Receipts, source string) (int, error) {
 	n := 0
-	if len(nd) > 0 {
+	if len(rc.Lines) > 0 {
 		var err error
-		if n, err = r.Tape.Import(ctx, agent, nd); err != nil {
+		if n, err = r.Tape.Import(ctx, agent, ndjsonOf(rc.Lines)); err != nil {
 			return 0, err
 		}
 	}
-	if keyPrefix != "" {
-		err := src.Storage.MetaPrefix(ctx, keyPrefix, func(name string, v []byte) error {
-			return r.Storage.SetMeta(ctx, name, v)
-		})
-		if err != nil {
+	if len(rc.Keys) > 0 {
+		if len(source) > maxKeySource {
+			source = source[:maxKeySource]
+			for !utf8.ValidString(source) {
+				source = source[:len(source)-1]
+			}
+		}
+		if _, err := r.ApplyKeyOp(ctx, KeyOp{Op: KeyOpLearn, Agent: agent, Keys: rc.Keys, Source: source}); err != nil {
 			return n, err
 		}
 	}
 	return n, nil
+}
+
+// CopyReceipts is ReadReceipts then AddReceipts: src's receipt lines for
+// agent that r lacks, and the keys that verify them learned from source.
+func (r *Repo) CopyReceipts(ctx context.Context, src *Repo, agent string, source string) (int, error) {
+	rc, err := ReadReceipts(ctx, src, agent)
+	if err != nil {
+		return 0, err
+	}
+	return r.AddReceipts(ctx, agent, rc, source)
 }

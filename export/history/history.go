@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -321,11 +320,13 @@ type Shipper struct {
 	// refused before anything is uploaded, rather than publishing a
 	// history no reader takes.
 	MaxPack int64
-	// OperatorKeys is the store metadata prefix under which operator keys
-	// trusted for receipts are recorded (runtime.OperatorKeyPrefix): a push
-	// names them in the manifest, a restore records them. "" leaves them
-	// out.
-	OperatorKeys string
+	// RecordKeys: a push names in the manifest the keys the store trusts
+	// to verify the agent's receipts; a restore records the manifest's
+	// signer as trusted for the agent (it may sign the agent's next
+	// history) and those keys as learned with the agent's receipts (they
+	// verify them and sign nothing; dag/repo/trust.go). False leaves keys
+	// out of both.
+	RecordKeys bool
 }
 
 // getBlob reads a blob, checking its sha256 and size, at most size bytes.
@@ -455,15 +456,13 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if len(tape) > 0 {
 		m.Receipts = &TapeState{Lines: len(tape), SHA256: sha256Hex(ndjson(tape))}
 	}
-	if s.OperatorKeys != "" {
-		err := s.Repo.Storage.MetaPrefix(ctx, s.OperatorKeys, func(name string, _ []byte) error {
-			if k := strings.TrimPrefix(name, s.OperatorKeys); isHex(k, 2*ed25519.PublicKeySize) {
-				m.Operators = append(m.Operators, k)
-			}
-			return nil
-		})
+	if s.RecordKeys {
+		keys, err := s.Repo.TrustedKeys(ctx, agent, repo.KeyVerifiesReceipts)
 		if err != nil {
 			return nil, err
+		}
+		for _, k := range keys {
+			m.Operators = append(m.Operators, repo.KeyHex(k))
 		}
 		slices.Sort(m.Operators)
 	}
@@ -809,6 +808,32 @@ func (s *Shipper) fetch(ctx context.Context, agent string, m *Manifest, ref Ref)
 	return f, nil
 }
 
+// recordKeys records, after a restore of agent from m, m's signer as
+// trusted for agent (unless it is already) and m's operators as learned
+// with agent's receipts, and returns how many records it added.
+func (s *Shipper) recordKeys(ctx context.Context, agent string, m *Manifest, ref Ref) (int, error) {
+	signers, err := s.Repo.TrustedKeys(ctx, agent, repo.KeySignsHistory)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	if !slices.ContainsFunc(signers, func(k ed25519.PublicKey) bool { return repo.KeyHex(k) == m.Operator }) {
+		if n, err = s.Repo.ApplyKeyOp(ctx, repo.KeyOp{Op: repo.KeyOpTrust, Agent: agent, Keys: []string{m.Operator},
+			Source: "signer of history manifest " + string(ref.Blob)}); err != nil {
+			return n, err
+		}
+	}
+	if len(m.Operators) > 0 {
+		l, err := s.Repo.ApplyKeyOp(ctx, repo.KeyOp{Op: repo.KeyOpLearn, Agent: agent, Keys: m.Operators,
+			Source: "history manifest " + string(ref.Blob)})
+		n += l
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // RestoreOptions tune Restore.
 type RestoreOptions struct {
 	FFOnly bool   // refuse to merge with a HEAD the history does not contain
@@ -821,15 +846,15 @@ type Restored struct {
 	Ref         Ref
 	Integration repo.Integration
 	Receipts    int // receipt lines added to the tape
-	Operators   int // operator keys recorded
+	Operators   int // key records added: the signer trusted for the agent, keys learned with its receipts
 	Fetched     int // packs fetched (the others' heads were in the store)
 }
 
 // Restore rebuilds agent's history from its published manifest (Fetch),
 // moves HEAD to the manifest's head as a pull does (created, fast-forward,
 // or a merge; op restore), appends the receipt lines the tape lacks and, with
-// OperatorKeys set, records the manifest's signer and operators as trusted
-// for receipts. Nothing moves unless every pack was read and checked.
+// RecordKeys, records the manifest's signer as trusted for agent and its
+// operators as learned with agent's receipts. Nothing moves unless every pack was read and checked.
 func (s *Shipper) Restore(ctx context.Context, agent string, trusted []ed25519.PublicKey, o RestoreOptions) (*Restored, error) {
 	m, ref, err := s.Published(ctx, agent, trusted)
 	if err != nil {
@@ -851,15 +876,11 @@ func (s *Shipper) Restore(ctx context.Context, agent string, trusted []ed25519.P
 			return res, fmt.Errorf("history: HEAD of %q restored to %s, but re-ingesting its receipts failed: %w", agent, m.Head.Short(), err)
 		}
 	}
-	if s.OperatorKeys != "" {
-		now := []byte(time.Unix(s.Repo.Now(), 0).UTC().Format(time.RFC3339))
-		keys := append([]string{m.Operator}, m.Operators...)
-		slices.Sort(keys)
-		for _, k := range slices.Compact(keys) {
-			if err := s.Repo.Storage.SetMeta(ctx, s.OperatorKeys+k, now); err != nil {
-				return res, err
-			}
-			res.Operators++
+	if s.RecordKeys {
+		n, err := s.recordKeys(ctx, agent, m, f.Ref)
+		res.Operators = n
+		if err != nil {
+			return res, fmt.Errorf("history: HEAD of %q restored to %s, but recording its keys failed: %w", agent, m.Head.Short(), err)
 		}
 	}
 	return res, nil

@@ -261,8 +261,10 @@ func receipt(t *testing.T, r *repo.Repo, n int) {
 }
 
 // Receipts travel with the packs, each pack carrying the lines new since
-// the one before; the operator keys the pushing store trusts travel in the
-// manifest and a restore records them with the signer's.
+// the one before; the keys the pushing store trusts for the agent's
+// receipts travel in the manifest and a restore records them as learned
+// with the agent's receipts (they sign nothing), and the signer as trusted
+// for the agent.
 func TestReceiptsAndOperatorsTravel(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
@@ -273,7 +275,7 @@ func TestReceiptsAndOperatorsTravel(t *testing.T) {
 	}
 	sh := func(r *repo.Repo) *history.Shipper {
 		s := f.shipper(r)
-		s.OperatorKeys = prefix
+		s.RecordKeys = true
 		return s
 	}
 	for i := range 5 {
@@ -317,10 +319,28 @@ func TestReceiptsAndOperatorsTravel(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("restored tape:\n%s\nwant:\n%s", got, want)
 	}
-	for _, k := range []string{other, fmt.Sprintf("%x", pub)} {
-		if _, ok, _ := dst.Storage.GetMeta(ctx, prefix+k); !ok {
-			t.Errorf("operator key %s… not recorded", k[:8])
+	hexes := func(agent string, use repo.KeyUse) []string {
+		keys, err := dst.TrustedKeys(ctx, agent, use)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var out []string
+		for _, k := range keys {
+			out = append(out, repo.KeyHex(k))
+		}
+		slices.Sort(out)
+		return out
+	}
+	both := []string{other, fmt.Sprintf("%x", pub)}
+	slices.Sort(both)
+	if got := hexes("lumen", repo.KeyVerifiesReceipts); !slices.Equal(got, both) {
+		t.Errorf("keys verifying lumen's receipts: %v, want %v", got, both)
+	}
+	if got := hexes("lumen", repo.KeySignsHistory); !slices.Equal(got, []string{fmt.Sprintf("%x", pub)}) {
+		t.Errorf("keys signing lumen's history: %v, want the signer's alone", got)
+	}
+	if got := hexes("other-agent", repo.KeyVerifiesReceipts); len(got) != 0 {
+		t.Errorf("keys trusted for another agent: %v, want none", got)
 	}
 	if !slices.Equal(logOf(t, dst), logOf(t, f.src)) {
 		t.Fatal("the restored log differs")

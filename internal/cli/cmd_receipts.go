@@ -71,7 +71,7 @@ func (e *env) runReceipts(c *cli.Context) error {
 	}
 	return e.withRepo(func(r *repo.Repo) error {
 		if len(keys) == 0 {
-			if keys, err = runtime.TrustedKeys(e.ctx, r); err != nil {
+			if keys, err = r.TrustedKeys(e.ctx, e.agent, repo.KeyVerifiesReceipts); err != nil {
 				return err
 			}
 		}

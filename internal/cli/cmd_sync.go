@@ -11,7 +11,6 @@ import (
 	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/refs"
-	"github.com/agentstate/agentstate/runtime"
 	"github.com/urfave/cli/v2"
 )
 
@@ -101,6 +100,14 @@ func (e *env) transfer(dst, src *repo.Repo, from, to string, ffOnly bool, op ref
 	if rep.Stats, err = dst.Fetch(e.ctx, src, h.Commit); err != nil {
 		return rep, err
 	}
+	// The receipts are read and checked whole before anything here
+	// changes; they are added only once HEAD has moved.
+	var rc *repo.Receipts
+	if from == to {
+		if rc, err = repo.ReadReceipts(e.ctx, src, from); err != nil {
+			return rep, fmt.Errorf("the other store's receipts: %w", err)
+		}
+	}
 	// A history the other store cut: the cuts come along, recorded before
 	// HEAD moves onto it (walks of it must stop there).
 	if err := dst.AdoptCuts(e.ctx, to, rep.Stats.Cuts); err != nil {
@@ -109,8 +116,11 @@ func (e *env) transfer(dst, src *repo.Repo, from, to string, ffOnly bool, op ref
 	if rep.HEAD, err = dst.Integrate(e.ctx, to, h.Commit, ffOnly, op, note); err != nil {
 		return rep, err
 	}
-	if from == to {
-		rep.Receipts, err = dst.CopyReceipts(e.ctx, src, to, runtime.OperatorKeyPrefix)
+	if rc != nil {
+		// The other store's keys for these receipts are recorded as
+		// learned from it: they verify the agent's receipts here and sign
+		// nothing (agentstate trust).
+		rep.Receipts, err = dst.AddReceipts(e.ctx, to, rc, note)
 	}
 	return rep, err
 }

@@ -46,6 +46,7 @@ func init() {
 		{"send", newSendCommand},
 		{"mcp", newMcpCommand},
 		{"receipts", newReceiptsCommand},
+		{"trust", newTrustCommand},
 		{"export", newExportCommand},
 		{"import", newImportCommand},
 		{"keygen", newKeygenCommand},

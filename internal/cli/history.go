@@ -19,7 +19,7 @@ import (
 // (the agent-history record of the same ENS name, or
 // <pointer dir>/<agent>.history).
 func historyShipper(p *snapshot.Pipeline) (*history.Shipper, error) {
-	s := &history.Shipper{Repo: p.Repo, Cipher: p.Cipher, Blobs: p.Blobs, Options: p.Options, OperatorKeys: runtime.OperatorKeyPrefix}
+	s := &history.Shipper{Repo: p.Repo, Cipher: p.Cipher, Blobs: p.Blobs, Options: p.Options, RecordKeys: true}
 	switch ptr := p.Pointer.(type) {
 	case ens.SnapshotPointer:
 		s.Pointer = ens.HistoryPointer{Client: ptr.Client, Names: ptr.Names, Signer: ptr.Signer}
@@ -109,12 +109,14 @@ func (e *env) restoreHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline)
 		return err
 	}
 	if len(keys) == 0 {
-		if keys, err = runtime.TrustedKeys(e.ctx, r); err != nil {
+		// The keys this store trusts to sign the agent's history: never
+		// one it only learned from another store.
+		if keys, err = r.TrustedKeys(e.ctx, e.agent, repo.KeySignsHistory); err != nil {
 			return err
 		}
 	}
 	if len(keys) == 0 {
-		return usagef("restore --history needs --pub KEY: the operator public key (64 hex digits or its .pub file) that signed the history manifest")
+		return usagef("restore --history needs --pub KEY: the operator public key (64 hex digits or its .pub file) that signed the history manifest (this store trusts no key to sign %s's history: see agentstate trust)", e.agent)
 	}
 	s, err := historyShipper(p)
 	if err != nil {
@@ -132,7 +134,7 @@ func (e *env) restoreHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline)
 		return e.writeJSON(res)
 	}
 	m := res.Manifest
-	fmt.Fprintf(e.stdout, "restored %s's history from manifest %s: %d packs (%d fetched), HEAD %s (%s), tree %s, bundle %s, %d receipts re-ingested, %d operator keys recorded\n",
+	fmt.Fprintf(e.stdout, "restored %s's history from manifest %s: %d packs (%d fetched), HEAD %s (%s), tree %s, bundle %s, %d receipts re-ingested, %d key records added\n",
 		e.agent, termsafe.Line(string(res.Ref.Blob)), len(m.Packs), res.Fetched, m.Head.Short(), termsafe.Line(string(res.Integration.Outcome)), m.Tree, m.BundleHash, res.Receipts, res.Operators)
 	return nil
 }

@@ -476,7 +476,7 @@ func (v *View) Receipts(ctx context.Context, agent string, verify bool) ([]Recei
 	var keys []ed25519.PublicKey
 	if verify {
 		var err error
-		if keys, err = runtime.TrustedKeys(ctx, v.R); err != nil {
+		if keys, err = v.R.TrustedKeys(ctx, agent, repo.KeyVerifiesReceipts); err != nil {
 			return nil, err
 		}
 	}

@@ -50,13 +50,21 @@ const (
 	RPCGC          = "/agentstate.v1/GC"
 	RPCForget      = "/agentstate.v1/Forget"
 	RPCAdoptCuts   = "/agentstate.v1/AdoptCuts"
+	RPCLearnKeys   = "/agentstate.v1/LearnKeys"
+	RPCTrustKeys   = "/agentstate.v1/TrustKeys"
 	RPCExec        = execwire.RPCExec // bidirectional stream
 )
 
 // Writes lists the RPCs a read-only token may not call.
 var Writes = map[string]bool{
 	RPCPut: true, RPCSwapHead: true, RPCGC: true, RPCForget: true, RPCAdoptCuts: true, RPCAppendLines: true, RPCSetMeta: true, RPCDeleteMeta: true, RPCExec: true,
+	RPCLearnKeys: true, RPCTrustKeys: true,
 }
+
+// OperatorOnly lists the RPCs only the store's operator may call: over the
+// Unix socket, never with a token (trusting a key decides whose histories
+// the store accepts).
+var OperatorOnly = map[string]bool{RPCTrustKeys: true}
 
 // Error codes carried with an RPC's error (drpcerr). A client maps them back
 // to the sentinel errors of the packages the calls mirror.

@@ -300,6 +300,17 @@ var calls = map[string]call{
 		}
 		return send(&rpcwire.Resp{OK: true})
 	},
+	// LearnKeys and TrustKeys change the keys the store trusts (Value: JSON
+	// of repo.KeyOp, checked): LearnKeys records keys that came with an
+	// agent's receipts (a write token may: they verify that agent's
+	// receipts and sign nothing); TrustKeys trusts or untrusts keys, for the
+	// operator only (rpcwire.OperatorOnly).
+	rpcwire.RPCLearnKeys: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		return keyOp(ctx, s, q, send, true)
+	},
+	rpcwire.RPCTrustKeys: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		return keyOp(ctx, s, q, send, false)
+	},
 	rpcwire.RPCGC: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
 		rep, err := s.r.GC(ctx, q.DryRun)
 		if err != nil {
@@ -330,6 +341,26 @@ var calls = map[string]call{
 			}
 		}
 	},
+}
+
+func keyOp(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error, learn bool) error {
+	var op repo.KeyOp
+	dec := json.NewDecoder(bytes.NewReader(q.Value))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&op); err != nil {
+		return badRequest("key operation: %v", err)
+	}
+	if (op.Op == repo.KeyOpLearn) != learn {
+		return badRequest("key operation %.20q on the wrong call", op.Op)
+	}
+	if err := op.Check(); err != nil {
+		return badRequest("%v", err)
+	}
+	n, err := s.r.ApplyKeyOp(ctx, op)
+	if err != nil {
+		return err
+	}
+	return send(&rpcwire.Resp{N: uint64(n)})
 }
 
 func cidArg(b []byte) (objects.CID, error) {

@@ -528,6 +528,25 @@ func (c *Client) AdoptCuts(ctx context.Context, agent string, links []repo.CutLi
 	return err
 }
 
+// ApplyKeyOp changes the keys the server trusts (a repo.KeyRecorder):
+// learning keys needs a write token, trusting or untrusting them the Unix
+// socket.
+func (c *Client) ApplyKeyOp(ctx context.Context, op repo.KeyOp) (int, error) {
+	v, err := json.Marshal(op)
+	if err != nil {
+		return 0, err
+	}
+	rpc := rpcwire.RPCTrustKeys
+	if op.Op == repo.KeyOpLearn {
+		rpc = rpcwire.RPCLearnKeys
+	}
+	r, err := c.invoke(ctx, rpc, &rpcwire.Req{Value: v})
+	if err != nil {
+		return 0, err
+	}
+	return int(r.N), nil
+}
+
 // GC runs gc in the server, beside its writers (a repo.Collector).
 func (c *Client) GC(ctx context.Context, dryRun bool) (repo.GCReport, error) {
 	r, err := c.invoke(ctx, rpcwire.RPCGC, &rpcwire.Req{DryRun: dryRun})

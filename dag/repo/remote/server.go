@@ -309,6 +309,9 @@ func (h *handler) authorize(ctx context.Context, rpc string) error {
 	if rpc == rpcwire.RPCExec {
 		return coded(rpcwire.CodeNoExec, "command lines run only over the Unix socket")
 	}
+	if rpcwire.OperatorOnly[rpc] {
+		return coded(rpcwire.CodeReadOnly, "only the store's operator (over the Unix socket) may change the keys it trusts")
+	}
 	md, _ := drpcmetadata.Get(ctx)
 	tok := md[rpcwire.Token]
 	if tok == "" {

@@ -165,7 +165,7 @@ func TestHistoryTravelsOverENSAndWalrus(t *testing.T) {
 	// Restore the whole history from the name alone.
 	c := storeCLI{t: t, ctx: ctx, store: filepath.Join(work, "c"), agent: "lumen"}
 	out = c.ok(with(restoreFlags, []string{"--pub", pubA})...)
-	if !strings.Contains(out, "2 packs") || !strings.Contains(out, "(created)") || !strings.Contains(out, "2 operator keys recorded") {
+	if !strings.Contains(out, "2 packs") || !strings.Contains(out, "(created)") || !strings.Contains(out, "2 key records added") {
 		t.Fatalf("restore --history said: %s", out)
 	}
 	if got := c.ok("log", "--json"); got != wantLog {
