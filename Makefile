@@ -24,9 +24,11 @@ install:
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags='-s -w' ./cmd/agentstate
 	$(GO) install -tags $(ENGINE_TAGS) ./cmd/agentstate-engine
 
-# Everything the tests need that is not a Go module: the ENS contracts from npm.
+# Everything the tests need that is not a Go module: Debian's chromium and the
+# other tools the tests use (installed when run as root on Debian, else named),
+# and the ENS contracts from npm.
 test-deps:
-	./scripts/ens-contracts.sh >/dev/null
+	./scripts/test-deps.sh
 
 test: test-deps
 	$(GO) vet $(PKGS)

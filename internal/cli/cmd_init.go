@@ -25,7 +25,7 @@ func (e *env) runInit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if store.IsStoreDir(abs) {
+	if store.IsWhole(abs) {
 		return fmt.Errorf("a store already exists at %s", abs)
 	}
 	r, err := repo.Init(abs, repo.Options{})

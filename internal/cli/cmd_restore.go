@@ -99,12 +99,10 @@ func restoreOptions(blob, expect string) (snapshot.RestoreOptions, error) {
 // removed again, so a failed restore leaves the disk as it found it.
 func (e *env) withRepoCreate(fn func(r *repo.Repo) error) error {
 	var dir string
-	if _, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) {
+	if d, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) {
 		dir, _ = filepath.Abs(e.path(repo.DirName))
-	} else if e.storeFlag != "" {
-		if !store.IsStoreDir(e.path(e.storeFlag)) {
-			dir = e.path(e.storeFlag)
-		}
+	} else if err == nil && !store.IsWhole(d) && (e.storeFlag != "" || store.HalfMade(d)) {
+		dir = d
 	}
 	if dir == "" {
 		return e.withRepo(fn)

@@ -148,7 +148,7 @@ func (e *env) runClone(c *cli.Context) error {
 			return err
 		}
 	}
-	if d, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) || (err == nil && !store.IsStoreDir(d)) {
+	if d, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) || (err == nil && !store.IsWhole(d)) {
 		dir := e.storeFlag
 		if dir == "" {
 			dir = repo.DirName

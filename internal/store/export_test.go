@@ -2,3 +2,10 @@ package store
 
 // CompactL0At is compactL0At, for the tests.
 const CompactL0At = compactL0At
+
+// OpenRaw opens dir as the store does but writes no format record: a
+// store whose creation was cut short after Badger made its files.
+func OpenRaw(dir string) (*Store, error) { return open(dir, Options{}) }
+
+// NewPrefix is newPrefix, for the tests.
+const NewPrefix = newPrefix

@@ -4,6 +4,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -42,6 +43,25 @@ func lockDir(dir string, shared bool) (*os.File, error) {
 			return nil, errLocked
 		}
 		return nil, err
+	}
+	return f, nil
+}
+
+// holdDir takes an exclusive lock on the directory itself, without waiting.
+func holdDir(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: locking %s: %w", dir, err)
 	}
 	return f, nil
 }

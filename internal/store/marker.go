@@ -32,3 +32,7 @@ func IsStoreDir(dir string) bool {
 	_, err = io.ReadFull(f, magic)
 	return err == nil && bytes.Equal(magic, markerMagic)
 }
+
+// IsWhole reports whether dir holds a store that was created whole: a
+// store directory (IsStoreDir) that is not HalfMade.
+func IsWhole(dir string) bool { return IsStoreDir(dir) && !HalfMade(dir) }

@@ -124,8 +124,9 @@ func ephemeralDir() (string, error) {
 	return "", errors.New("store: no directory for an in-memory store (/dev/shm and the temporary directory are not writable)")
 }
 
-// Create initialises a new store in dir (created if missing; must be empty
-// or absent) and opens it. With opts.InMemory dir is ignored: the store is
+// Create initialises a new store in dir (created if missing; must be empty,
+// absent, or a store whose creation was interrupted: HalfMade) and opens it,
+// whole or not at all (create.go). With opts.InMemory dir is ignored: the store is
 // ephemeral (see ephemeralDir) and goes away on Close.
 func Create(dir string, opts Options) (*Store, error) {
 	if opts.InMemory {
@@ -134,48 +135,30 @@ func Create(dir string, opts Options) (*Store, error) {
 			return nil, err
 		}
 		opts.InMemory = false
-		s, err := Create(tmp, opts)
+		// Private and removed on Close: nothing to build beside it.
+		s, err := func() (*Store, error) {
+			if err := os.Mkdir(tmp, DirMode); err != nil {
+				return nil, fmt.Errorf("store: creating %s: %w", tmp, err)
+			}
+			return initFormat(tmp, opts)
+		}()
 		if err != nil {
-			os.RemoveAll(tmp)
+			os.RemoveAll(filepath.Dir(tmp))
 			return nil, err
 		}
 		s.remove = tmp
 		return s, nil
 	}
-	{
-		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-			return nil, fmt.Errorf("store: %s is not empty", dir)
-		}
-		_, statErr := os.Stat(dir)
-		if err := os.MkdirAll(dir, DirMode); err != nil {
-			return nil, fmt.Errorf("store: creating %s: %w", dir, err)
-		}
-		// MkdirAll honours the umask, and dir may have existed empty.
-		if err := os.Chmod(dir, DirMode); err != nil {
-			return nil, fmt.Errorf("store: setting the mode of %s: %w", dir, err)
-		}
-		if err := checkFree(dir, diskUse{}.openNeed()); err != nil {
-			if os.IsNotExist(statErr) {
-				_ = os.Remove(dir)
-			}
-			return nil, err
-		}
-	}
-	s, err := open(dir, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.SetMeta(context.Background(), "format", []byte(FormatVersion)); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("store: initialising %s: %w", dir, err)
-	}
-	return s, nil
+	return createWhole(dir, opts)
 }
 
 // Open opens an existing store.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.InMemory {
 		return nil, errors.New("store: an in-memory store is created (Create), not opened")
+	}
+	if HalfMade(dir) {
+		return nil, fmt.Errorf("%w: %s: its creation was cut short (run 'agentstate init' to make it anew)", ErrNotStore, dir)
 	}
 	if !IsStoreDir(dir) {
 		return nil, fmt.Errorf("%w: %s (run 'agentstate init' to create one)", ErrNotStore, dir)
