@@ -11,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -48,9 +49,20 @@ type Client struct {
 	opts          DialOptions
 
 	mu     sync.Mutex
-	idle   []*drpcconn.Conn
+	idle   []pooled
 	closed bool
 }
+
+// pooled is an idle connection and when it was last used.
+type pooled struct {
+	cn    *drpcconn.Conn
+	since time.Time
+}
+
+// maxIdle is how long a pooled connection is reused: a TCP server closes a
+// connection idle for two minutes (docs/service.md §4.2), so the pool
+// gives one up well before.
+const maxIdle = time.Minute
 
 // Dial connects to a server: addr is a Unix socket path (see SocketPath) or
 // host:port. It fails with ErrNoServer when nothing listens there (a socket
@@ -120,15 +132,19 @@ func (c *Client) get(ctx context.Context) (*drpcconn.Conn, error) {
 		return nil, errors.New("remote: client closed")
 	}
 	for len(c.idle) > 0 {
-		cn := c.idle[len(c.idle)-1]
+		p := c.idle[len(c.idle)-1]
 		c.idle = c.idle[:len(c.idle)-1]
 		select {
-		case <-cn.Closed():
+		case <-p.cn.Closed():
 			continue
 		default:
 		}
+		if time.Since(p.since) > maxIdle {
+			p.cn.Close()
+			continue
+		}
 		c.mu.Unlock()
-		return cn, nil
+		return p.cn, nil
 	}
 	c.mu.Unlock()
 	return c.dial(ctx)
@@ -146,7 +162,7 @@ func (c *Client) put(cn *drpcconn.Conn) {
 		cn.Close()
 		return
 	}
-	c.idle = append(c.idle, cn)
+	c.idle = append(c.idle, pooled{cn: cn, since: time.Now()})
 }
 
 // Close closes the idle connections; calls in flight finish on theirs.
@@ -154,8 +170,8 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	for _, cn := range c.idle {
-		cn.Close()
+	for _, p := range c.idle {
+		p.cn.Close()
 	}
 	c.idle = nil
 	return nil
@@ -262,8 +278,8 @@ func localError(ctx context.Context, err error) error {
 	case rpcwire.CodeNoExec:
 		sentinel = ErrNoExec
 	default:
-		if drpc.ClosedError.Has(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("remote: the server went away: %w", err)
+		if drpc.ClosedError.Has(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			return fmt.Errorf("remote: the server closed the connection (it went away, or it is at its connection limits: its log says which): %w", err)
 		}
 		return fmt.Errorf("remote: %w", err)
 	}

@@ -3,14 +3,11 @@ package remote
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
-	"storj.io/drpc/drpcmigrate"
 )
 
 // The TCP listener carries two protocols. A connection that begins with the
@@ -18,10 +15,6 @@ import (
 // served by Options.HTTP (the MCP endpoint and the page) behind the same
 // tokens.
 const Header = "DRPC!!!1"
-
-// prefixTimeout bounds how long a new TCP connection (its TLS handshake
-// included) may take to send its first eight bytes.
-const prefixTimeout = 10 * time.Second
 
 // CookieName is the cookie that carries a browser's token once it has
 // opened the address with ?token=.
@@ -42,35 +35,20 @@ func WithReadOnly(ctx context.Context, readOnly bool) context.Context {
 	return context.WithValue(ctx, accessKey{}, readOnly)
 }
 
-// serveTCP serves the API and HTTP on one TCP listener.
-func (s *Server) serveTCP(ctx context.Context, l net.Listener) {
-	mux := drpcmigrate.NewListenMux(&deadlineListener{Listener: &countingListener{Listener: l, n: &s.clients}}, len(Header))
-	s.serve(ctx, &clearDeadlineListener{Listener: mux.Route(Header), addr: l.Addr()}, false, false)
+// httpServer is the HTTP server of a TCP listener, behind its tokens.
+func (s *Server) httpServer(ctx context.Context) *http.Server {
 	h := s.opts.HTTP
 	if h == nil {
 		h = http.NotFoundHandler()
 	}
-	hs := &http.Server{
+	return &http.Server{
 		Handler:           s.authHTTP(h),
-		ReadHeaderTimeout: prefixTimeout,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: authTimeout,
+		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          nil,
 	}
-	s.mu.Lock()
-	s.https = append(s.https, hs)
-	s.tcp = l.Addr().String()
-	s.mu.Unlock()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		mux.Run(ctx)
-	}()
-	go func() {
-		defer s.wg.Done()
-		hs.Serve(&clearDeadlineListener{Listener: mux.Default(), addr: l.Addr()})
-	}()
 }
 
 // authHTTP admits a request that carries a token: "Authorization: Bearer
@@ -128,40 +106,6 @@ func deny(w http.ResponseWriter, msg string) {
 	w.WriteHeader(http.StatusUnauthorized)
 	w.Write([]byte("agentstate: " + msg + "\n"))
 }
-
-// deadlineListener gives each new connection prefixTimeout to send the
-// bytes that route it.
-type deadlineListener struct{ net.Listener }
-
-func (l *deadlineListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	c.SetDeadline(time.Now().Add(prefixTimeout))
-	return c, nil
-}
-
-// clearDeadlineListener lifts that deadline once a connection is routed;
-// Addr reports the TCP address (the mux's listeners have none of their own).
-type clearDeadlineListener struct {
-	net.Listener
-	addr net.Addr
-}
-
-func (l *clearDeadlineListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		if errors.Is(err, drpcmigrate.Closed) {
-			return nil, net.ErrClosed
-		}
-		return nil, err
-	}
-	c.SetDeadline(time.Time{})
-	return c, nil
-}
-
-func (l *clearDeadlineListener) Addr() net.Addr { return l.addr }
 
 // URL is the HTTP address of a TCP listener addr ("" when there is none).
 func URL(addr string, tlsConf *tls.Config) string {

@@ -47,7 +47,6 @@ import (
 	"storj.io/drpc/drpcerr"
 	"storj.io/drpc/drpcmanager"
 	"storj.io/drpc/drpcmetadata"
-	"storj.io/drpc/drpcserver"
 	"storj.io/drpc/drpcwire"
 )
 
@@ -94,7 +93,11 @@ type Options struct {
 	// endpoint, the page), once their token is checked; ReadOnlyRequest
 	// tells a handler which kind of token it was.
 	HTTP http.Handler
-	Logf func(format string, args ...any)
+	// MaxConns and MaxConnsPerHost bound the TCP listener's open
+	// connections, in all and per source address (zero:
+	// DefaultMaxConns, DefaultMaxConnsPerHost).
+	MaxConns, MaxConnsPerHost int
+	Logf                      func(format string, args ...any)
 }
 
 // Server serves one repository.
@@ -112,6 +115,7 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	sock   string
+	conns  conns
 }
 
 // Start serves r on the Unix socket in r.Dir (and opts.Listen). The caller
@@ -136,7 +140,11 @@ func Start(r *repo.Repo, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("remote: listening on %s: %w", p, err)
 		}
 		s.sock = p
-		s.serve(ctx, l, true, true)
+		s.mu.Lock()
+		s.lis = append(s.lis, l)
+		s.addrs = append(s.addrs, p)
+		s.mu.Unlock()
+		s.serveUnix(ctx, l)
 	}
 	if opts.Listen != "" {
 		l, err := net.Listen("tcp", opts.Listen)
@@ -144,10 +152,7 @@ func Start(r *repo.Repo, opts Options) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("remote: listening on %s: %w", opts.Listen, err)
 		}
-		if opts.TLS != nil {
-			l = tls.NewListener(l, opts.TLS)
-		}
-		s.serveTCP(ctx, l)
+		s.serveTCP(ctx, l, opts.TLS)
 	}
 	return s, nil
 }
@@ -206,35 +211,6 @@ func (s *Server) Addrs() []string {
 	return append([]string(nil), s.addrs...)
 }
 
-// serve serves the API on l; count says its connections are not counted
-// yet (a TCP listener counts them before they are routed).
-func (s *Server) serve(ctx context.Context, l net.Listener, local, count bool) {
-	s.mu.Lock()
-	s.lis = append(s.lis, l)
-	if local {
-		s.addrs = append(s.addrs, s.sock)
-	} else {
-		s.addrs = append(s.addrs, l.Addr().String())
-	}
-	s.mu.Unlock()
-	srv := drpcserver.NewWithOptions(&handler{s: s, local: local}, drpcserver.Options{
-		Manager: ManagerOptions(),
-		Log: func(err error) {
-			if s.opts.Logf != nil && !clientGone(err) {
-				s.opts.Logf("serve: %v", err)
-			}
-		},
-	})
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if count {
-			l = &countingListener{Listener: l, n: &s.clients}
-		}
-		srv.Serve(ctx, l)
-	}()
-}
-
 // clientGone reports whether err only says that a client went away: it
 // closed its connection (the agentstate command exits as soon as it has its
 // exit code, whatever the server still sends), or was killed or interrupted
@@ -262,33 +238,9 @@ func (s *Server) Close() error {
 		hs.Close()
 	}
 	s.mu.Unlock()
+	s.closeConns()
 	s.wg.Wait()
 	return nil
-}
-
-type countingListener struct {
-	net.Listener
-	n *atomic.Int64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	l.n.Add(1)
-	return &countedConn{Conn: c, n: l.n}, nil
-}
-
-type countedConn struct {
-	net.Conn
-	n    *atomic.Int64
-	once sync.Once
-}
-
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.n.Add(-1) })
-	return c.Conn.Close()
 }
 
 // handler answers the RPCs of one listener.
@@ -301,32 +253,79 @@ func coded(code uint64, format string, a ...any) error {
 	return drpcerr.WithCode(fmt.Errorf(format, a...), code)
 }
 
-// authorize checks a TCP caller's token against the RPC.
-func (h *handler) authorize(ctx context.Context, rpc string) error {
-	if h.local {
-		return nil
+// Access is what a caller may do.
+type Access int
+
+const (
+	AccessNone  Access = iota // no token, or an unknown one
+	AccessRead                // a read-only token: reads only
+	AccessWrite               // a token: reads and writes
+	// AccessOwner is the store's owner, on the Unix socket (its mode is the
+	// check): everything, including what only an operator may change
+	// (trusted keys).
+	AccessOwner
+)
+
+// String names the access as Status reports it.
+func (a Access) String() string {
+	switch a {
+	case AccessRead:
+		return "read"
+	case AccessWrite:
+		return "write"
+	case AccessOwner:
+		return "owner"
 	}
-	if rpc == rpcwire.RPCExec {
-		return coded(rpcwire.CodeNoExec, "command lines run only over the Unix socket")
+	return "none"
+}
+
+// access is what a caller presenting tok may do.
+func (h *handler) access(tok string) Access {
+	switch {
+	case h.local:
+		return AccessOwner
+	case tok == "":
+		return AccessNone
+	case match(tok, h.s.opts.Tokens):
+		return AccessWrite
+	case match(tok, h.s.opts.ReadTokens):
+		return AccessRead
 	}
-	if rpcwire.OperatorOnly[rpc] {
-		return coded(rpcwire.CodeReadOnly, "only the store's operator (over the Unix socket) may change the keys it trusts")
-	}
-	md, _ := drpcmetadata.Get(ctx)
-	tok := md[rpcwire.Token]
+	return AccessNone
+}
+
+func unauthorized(tok string) error {
 	if tok == "" {
 		return coded(rpcwire.CodeUnauthorized, "a token is required")
 	}
-	if match(tok, h.s.opts.Tokens) {
-		return nil
-	}
-	if match(tok, h.s.opts.ReadTokens) {
-		if rpcwire.Writes[rpc] {
-			return coded(rpcwire.CodeReadOnly, "this token may only read")
-		}
-		return nil
-	}
 	return coded(rpcwire.CodeUnauthorized, "wrong token")
+}
+
+// authorize checks a caller's token against the RPC and returns its access.
+func (h *handler) authorize(ctx context.Context, rpc string) (Access, error) {
+	if rpc == rpcwire.RPCExec && !h.local {
+		return AccessNone, coded(rpcwire.CodeNoExec, "command lines run only over the Unix socket")
+	}
+	md, _ := drpcmetadata.Get(ctx)
+	tok := md[rpcwire.Token]
+	a := h.access(tok)
+	switch {
+	case a == AccessNone:
+		return a, unauthorized(tok)
+	case a == AccessRead && rpcwire.Writes[rpc]:
+		return a, coded(rpcwire.CodeReadOnly, "this token may only read")
+	case a != AccessOwner && rpcwire.OperatorOnly[rpc]:
+		return a, coded(rpcwire.CodeReadOnly, "only the store's operator (over the Unix socket) may change the keys it trusts")
+	}
+	return a, nil
+}
+
+type accessKey2 struct{}
+
+// accessOf is the access of the call whose context ctx is.
+func accessOf(ctx context.Context) Access {
+	a, _ := ctx.Value(accessKey2{}).(Access)
+	return a
 }
 
 func match(tok string, set []string) bool {
@@ -345,9 +344,11 @@ func (h *handler) HandleRPC(st drpc.Stream, rpc string) (err error) {
 		}
 	}()
 	ctx := st.Context()
-	if err := h.authorize(ctx, rpc); err != nil {
+	a, err := h.authorize(ctx, rpc)
+	if err != nil {
 		return err
 	}
+	ctx = context.WithValue(ctx, accessKey2{}, a)
 	if rpc == rpcwire.RPCExec {
 		return h.s.exec(ctx, st)
 	}
@@ -357,12 +358,22 @@ func (h *handler) HandleRPC(st drpc.Stream, rpc string) (err error) {
 	if err := h.s.admitConnection(ctx); err != nil {
 		return err
 	}
+	// On TCP: idleTimeout for the request, then none while the call runs
+	// (a stream may rightly hear nothing more from its client), then
+	// idleTimeout again until the next call.
+	if c := connOf(ctx); c != nil {
+		c.idle()
+		defer c.idle()
+	}
 	var req rpcwire.Req
 	if err := st.MsgRecv(&req, rpcwire.Encoding); err != nil {
 		if rpcwire.IsMalformed(err) {
 			return coded(rpcwire.CodeBadRequest, "%v", err)
 		}
 		return err
+	}
+	if c := connOf(ctx); c != nil {
+		c.busy()
 	}
 	send := func(m *rpcwire.Resp) error { return st.MsgSend(m, rpcwire.Encoding) }
 	if err := calls[rpc](ctx, h.s, &req, send); err != nil {
