@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
 )
 
 // The TCP listener carries two protocols. A connection that begins with the
