@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -56,6 +57,9 @@ var (
 	ErrPackTooLarge = errors.New("history: pack too large")
 	// ErrNoHistory: no manifest is published for the agent.
 	ErrNoHistory = errors.New("history: no history published")
+	// ErrStale: a manifest older than the newest this store has seen for
+	// the agent (a replayed one), or than RestoreOptions.MinSeq.
+	ErrStale = errors.New("history: manifest older than one this store has seen")
 )
 
 // Pack is one pack blob: a CAR, encrypted, whose root is Head.
@@ -104,8 +108,14 @@ type Manifest struct {
 	// records them, as a clone records the sender's.
 	Operators []string `json:"operators,omitempty"`
 	Time      int64    `json:"time"`
-	Operator  string   `json:"operator"`      // hex ed25519 public key of the signer
-	Sig       string   `json:"sig,omitempty"` // hex signature over SigningContext + the manifest without sig
+	// Seq numbers an agent's manifests: 1 for the first push, the
+	// previous manifest's plus one after; 0 (left out) in a manifest from
+	// before sequence numbers. Prev is the sha256 (hex) of the previous
+	// manifest's bytes, left out in the first.
+	Seq      uint64 `json:"seq,omitempty"`
+	Prev     string `json:"prev,omitempty"`
+	Operator string `json:"operator"`      // hex ed25519 public key of the signer
+	Sig      string `json:"sig,omitempty"` // hex signature over SigningContext + the manifest without sig
 }
 
 func (m *Manifest) signed() ([]byte, error) {
@@ -201,6 +211,9 @@ func Parse(data []byte) (*Manifest, error) {
 				return nil, fmt.Errorf("%w: pack %d: a malformed cut", ErrBadManifest, i+1)
 			}
 		}
+	}
+	if m.Prev != "" && (m.Seq == 0 || !isHex(m.Prev, 64)) {
+		return nil, fmt.Errorf("%w: seq %d with prev %.70q (prev is 64 hex digits, in a numbered manifest)", ErrBadManifest, m.Seq, m.Prev)
 	}
 	if r := m.Receipts; r != nil && (r.Lines <= 0 || !isHex(r.SHA256, 64)) {
 		return nil, fmt.Errorf("%w: malformed receipts state", ErrBadManifest)
@@ -476,10 +489,26 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	case err != nil:
 		return nil, fmt.Errorf("the published history of %s: %w (push starts a new one only when there is none)", agent, err)
 	default:
+		// Never build on a manifest older than one this store saw: the
+		// pointer was rolled back.
+		if err := s.checkFresh(ctx, agent, prev, prevRef, 0); err != nil {
+			return nil, fmt.Errorf("the published history of %s: %w", agent, err)
+		}
 		if prev.Head == h.Commit && reflect.DeepEqual(prev.Receipts, m.Receipts) && slices.Equal(prev.Operators, m.Operators) {
 			return &Pushed{Manifest: prev, Ref: prevRef}, nil // nothing new
 		}
 		m.Packs = append(m.Packs, prev.Packs...)
+		m.Seq, m.Prev = prev.Seq+1, prevRef.SHA256
+	}
+	if prev == nil {
+		m.Seq = 1
+		// A store that saw a history of this agent does not start a new
+		// one from 1 when the pointer is gone: it would be refused as older.
+		if seen, ok, err := s.Seen(ctx, agent); err != nil {
+			return nil, err
+		} else if ok {
+			m.Seq = seen.Seq + 1
+		}
 	}
 	// Receipt lines new since the published manifest: those after its
 	// lines when this tape begins with them, else the whole tape (a reader
@@ -562,6 +591,9 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	ref := Ref{Blob: mid, SHA256: msum, Size: int64(len(body))}
 	if err := s.Pointer.WriteHistory(ctx, agent, ref); err != nil {
 		return nil, fmt.Errorf("publishing the manifest: %w", err)
+	}
+	if err := s.see(ctx, agent, m, ref); err != nil {
+		return nil, fmt.Errorf("history: manifest seq %d published; recording it: %w", m.Seq, err)
 	}
 	return &Pushed{Manifest: m, Ref: ref, Added: true, PacksAdded: len(plan)}, nil
 }
@@ -834,10 +866,76 @@ func (s *Shipper) recordKeys(ctx context.Context, agent string, m *Manifest, ref
 	return n, nil
 }
 
+// SeenPrefix prefixes the store's record of the newest manifest it has
+// seen of each agent ("history/" + agent: JSON of Seen), written by a push
+// and a restore; an older manifest is refused (ErrStale).
+const SeenPrefix = "history/"
+
+// Seen is the newest manifest of an agent a store has pushed or restored.
+type Seen struct {
+	Seq    uint64        `json:"seq"`
+	SHA256 string        `json:"sha256"` // of the manifest's bytes
+	Blob   walrus.BlobID `json:"blob"`
+	Time   int64         `json:"time"` // the manifest's
+}
+
+// Seen returns the newest manifest of agent the store has seen.
+func (s *Shipper) Seen(ctx context.Context, agent string) (Seen, bool, error) {
+	var seen Seen
+	v, ok, err := s.Repo.Storage.GetMeta(ctx, SeenPrefix+agent)
+	if err != nil || !ok {
+		return seen, false, err
+	}
+	if err := json.Unmarshal(v, &seen); err != nil {
+		return seen, false, fmt.Errorf("history: the record of %s's newest manifest is unreadable: %w", agent, err)
+	}
+	return seen, true, nil
+}
+
+// checkFresh refuses m (published as ref) when it is older than the newest
+// manifest of agent the store has seen, another manifest with the same
+// sequence number, or numbered below minSeq.
+func (s *Shipper) checkFresh(ctx context.Context, agent string, m *Manifest, ref Ref, minSeq uint64) error {
+	if m.Seq < minSeq {
+		return fmt.Errorf("%w: manifest %s is seq %d, below the %d asked for", ErrStale, ref.Blob, m.Seq, minSeq)
+	}
+	seen, ok, err := s.Seen(ctx, agent)
+	if err != nil || !ok {
+		return err
+	}
+	switch {
+	case m.Seq < seen.Seq:
+		return fmt.Errorf("%w: manifest %s is seq %d of %s, this store has seen seq %d (%s, %s): the pointer names an older history",
+			ErrStale, ref.Blob, m.Seq, time.Unix(m.Time, 0).UTC().Format(time.RFC3339), seen.Seq, seen.Blob, time.Unix(seen.Time, 0).UTC().Format(time.RFC3339))
+	case m.Seq == seen.Seq && m.Seq > 0 && ref.SHA256 != seen.SHA256,
+		m.Seq == seen.Seq+1 && seen.Seq > 0 && m.Prev != "" && m.Prev != seen.SHA256:
+		return fmt.Errorf("%w: manifest %s is seq %d, but does not follow seq %d (%s) this store has seen: the history forked", ErrStale, ref.Blob, m.Seq, seen.Seq, seen.Blob)
+	}
+	return nil
+}
+
+// see records m as the newest manifest of agent the store has seen, unless
+// it has seen a newer one.
+func (s *Shipper) see(ctx context.Context, agent string, m *Manifest, ref Ref) error {
+	if seen, ok, err := s.Seen(ctx, agent); err != nil {
+		return err
+	} else if ok && seen.Seq > m.Seq {
+		return nil
+	}
+	v, err := json.Marshal(Seen{Seq: m.Seq, SHA256: ref.SHA256, Blob: ref.Blob, Time: m.Time})
+	if err != nil {
+		return err
+	}
+	return s.Repo.Storage.SetMeta(ctx, SeenPrefix+agent, v)
+}
+
 // RestoreOptions tune Restore.
 type RestoreOptions struct {
 	FFOnly bool   // refuse to merge with a HEAD the history does not contain
 	Expect string // when set, the manifest's bundle hash must be this
+	// MinSeq, when set, refuses a manifest numbered below it (ErrStale):
+	// a fresh store has seen no manifest to compare with.
+	MinSeq uint64
 }
 
 // Restored says what Restore did.
@@ -863,6 +961,9 @@ func (s *Shipper) Restore(ctx context.Context, agent string, trusted []ed25519.P
 	if o.Expect != "" && !strings.EqualFold(o.Expect, m.BundleHash) { // before any pack is fetched
 		return nil, fmt.Errorf("history: refusing manifest %s: its bundle hash is %s, expected %s", ref.Blob, m.BundleHash, o.Expect)
 	}
+	if err := s.checkFresh(ctx, agent, m, ref, o.MinSeq); err != nil { // before any pack is fetched
+		return nil, err
+	}
 	f, err := s.fetch(ctx, agent, m, ref)
 	if err != nil {
 		return nil, err
@@ -875,6 +976,9 @@ func (s *Shipper) Restore(ctx context.Context, agent string, trusted []ed25519.P
 		if res.Receipts, err = s.Repo.Tape.Import(ctx, agent, f.Receipts); err != nil {
 			return res, fmt.Errorf("history: HEAD of %q restored to %s, but re-ingesting its receipts failed: %w", agent, m.Head.Short(), err)
 		}
+	}
+	if err := s.see(ctx, agent, m, f.Ref); err != nil {
+		return res, fmt.Errorf("history: HEAD of %q restored to %s, but recording manifest seq %d failed: %w", agent, m.Head.Short(), m.Seq, err)
 	}
 	if s.RecordKeys {
 		n, err := s.recordKeys(ctx, agent, m, f.Ref)

@@ -594,3 +594,74 @@ func TestPushSplitsLargeHistory(t *testing.T) {
 		t.Fatalf("the push after: %v, %d packs (before %d)", err, len(m2.Packs), len(m.Packs))
 	}
 }
+
+// An older signed manifest replayed through the pointer: each manifest is
+// numbered and names the one before; a store that has seen a newer one
+// refuses it (ErrStale) before fetching anything, HEAD and tape unchanged,
+// and a push will not build on it; a fresh store takes it unless MinSeq
+// asks for more.
+func TestReplayedManifest(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	pub := []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)}
+	put(t, f.src, "k", "1")
+	m1, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil || m1.Seq != 1 || m1.Prev != "" {
+		t.Fatalf("first push: seq %d prev %q %v", m1.Seq, m1.Prev, err)
+	}
+	put(t, f.src, "k", "2")
+	m2, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil || m2.Seq != 2 || m2.Prev != m1.Ref.SHA256 {
+		t.Fatalf("second push: seq %d prev %q (want 2, %s) %v", m2.Seq, m2.Prev, m1.Ref.SHA256, err)
+	}
+	dst := repo.New(memory.New())
+	if res, err := f.shipper(dst).Restore(ctx, "lumen", pub, history.RestoreOptions{}); err != nil || res.Manifest.Seq != 2 {
+		t.Fatalf("restore: %+v %v", res, err)
+	}
+	if seen, ok, err := f.shipper(dst).Seen(ctx, "lumen"); err != nil || !ok || seen.Seq != 2 || seen.SHA256 != m2.Ref.SHA256 {
+		t.Fatalf("seen after restore: %+v %v %v", seen, ok, err)
+	}
+	head := logOf(t, dst)
+	// The replay: the pointer names the first manifest again.
+	if err := f.ptr.WriteHistory(ctx, "lumen", m1.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.shipper(dst).Restore(ctx, "lumen", pub, history.RestoreOptions{}); !errors.Is(err, history.ErrStale) {
+		t.Fatalf("replayed manifest: %v, want ErrStale", err)
+	}
+	if !slices.Equal(logOf(t, dst), head) {
+		t.Fatal("a refused replay moved HEAD")
+	}
+	if _, err := f.shipper(f.src).Push(ctx, "lumen", f.operator); !errors.Is(err, history.ErrStale) {
+		t.Fatalf("push over a rolled-back pointer: %v, want ErrStale", err)
+	}
+	// A fresh store has seen nothing: MinSeq is the operator's check.
+	fresh := repo.New(memory.New())
+	if _, err := f.shipper(fresh).Restore(ctx, "lumen", pub, history.RestoreOptions{MinSeq: 2}); !errors.Is(err, history.ErrStale) {
+		t.Fatalf("MinSeq 2 over seq 1: %v", err)
+	}
+	if _, err := fresh.Refs.Head(ctx, "lumen"); !errors.Is(err, refs.ErrNoAgent) {
+		t.Fatal("a refused restore created the agent")
+	}
+	if res, err := f.shipper(fresh).Restore(ctx, "lumen", pub, history.RestoreOptions{}); err != nil || res.Manifest.Seq != 1 {
+		t.Fatalf("fresh restore of seq 1: %v", err)
+	}
+	// A fork: another manifest numbered 2 that does not follow the first.
+	other := *m2.Manifest
+	other.Time++
+	if err := other.Sign(f.operator); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(&other)
+	st, err := f.blobs.Put(ctx, bytes.NewReader(body), int64(len(body)), walrus.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	if err := f.ptr.WriteHistory(ctx, "lumen", history.Ref{Blob: st.BlobID, SHA256: fmt.Sprintf("%x", sum), Size: int64(len(body))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.shipper(dst).Restore(ctx, "lumen", pub, history.RestoreOptions{}); !errors.Is(err, history.ErrStale) {
+		t.Fatalf("another seq 2: %v, want ErrStale", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/ens"
@@ -122,9 +123,12 @@ func (e *env) restoreHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline)
 	if err != nil {
 		return err
 	}
-	res, err := s.Restore(e.ctx, e.agent, keys, history.RestoreOptions{FFOnly: c.Bool("ff-only"), Expect: c.String("expect")})
+	res, err := s.Restore(e.ctx, e.agent, keys, history.RestoreOptions{FFOnly: c.Bool("ff-only"), Expect: c.String("expect"), MinSeq: c.Uint64("min-seq")})
 	if err != nil {
 		var mc *repo.MergeConflictError
+		if errors.Is(err, history.ErrStale) {
+			return fmt.Errorf("restore --history: %w (nothing fetched, HEAD unchanged)", err)
+		}
 		if errors.As(err, &mc) || errors.Is(err, repo.ErrNotFastForward) {
 			return fmt.Errorf("restore --history: %w (HEAD unchanged; the history's blocks are stored)", err)
 		}
@@ -134,6 +138,7 @@ func (e *env) restoreHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline)
 		return e.writeJSON(res)
 	}
 	m := res.Manifest
+	fmt.Fprintf(e.stdout, "manifest %s: seq %d, pushed %s, signed by %s…\n", termsafe.Line(string(res.Ref.Blob)), m.Seq, time.Unix(m.Time, 0).UTC().Format(time.RFC3339), m.Operator[:16])
 	fmt.Fprintf(e.stdout, "restored %s's history from manifest %s: %d packs (%d fetched), HEAD %s (%s), tree %s, bundle %s, %d receipts re-ingested, %d key records added\n",
 		e.agent, termsafe.Line(string(res.Ref.Blob)), len(m.Packs), res.Fetched, m.Head.Short(), termsafe.Line(string(res.Integration.Outcome)), m.Tree, m.BundleHash, res.Receipts, res.Operators)
 	return nil
