@@ -43,6 +43,12 @@ type WalkOptions struct {
 	// line. (A parent that is there is walked: another agent may still need
 	// what lies behind a cut of this one.)
 	Gone func(child, parent objects.CID) bool
+	// Held, when set, names tree nodes and values known whole and checked
+	// (a store's own blocks, when the walk reads them through a view that
+	// adds new ones): a tree node so held is checked to fit where it is
+	// reached (objects.TreeRanges) but not walked below, a value so held is
+	// not read.
+	Held func(c objects.CID) bool
 }
 
 // Walk marks every block reachable from the given commits: the commits,
@@ -64,7 +70,7 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 	for _, c := range commits {
 		stack = append(stack, link{c: c})
 	}
-	var trees []objects.CID
+	var trees []objects.TreeSpot
 	for len(stack) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -93,72 +99,176 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 				stack = append(stack, link{c: p, child: c})
 			}
 		}
-		trees = append(trees, cm.Tree)
+		trees = append(trees, objects.RootSpot(cm.Tree))
 	}
+	// Tree nodes are checked where their tree puts them
+	// (objects.CheckTreeNode); a node reached again, from another tree, is
+	// checked against its new place without walking it again
+	// (objects.TreeRanges).
+	at := map[objects.CID]objects.TreeSpot{} // where each node was first checked
+	ranges := objects.NewTreeRanges(bs)
+	checked := map[objects.CID]bool{} // chunked values checked whole (VerifyValues)
 	for len(trees) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		t := trees[len(trees)-1]
+		spot := trees[len(trees)-1]
+		t := spot.CID
 		trees = trees[:len(trees)-1]
 		if _, ok := seen[t]; ok {
+			first, ok := at[t]
+			if !ok || spot.Inside(first) {
+				continue // a problem already, or it fits as it fitted there
+			}
+			if err := ranges.Fits(ctx, spot); objects.IsShapeError(err) {
+				problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
+			}
 			continue
 		}
 		seen[t] = struct{}{}
+		if opts.Held != nil && opts.Held(t) {
+			if err := ranges.Fits(ctx, spot); err != nil {
+				problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
+			} else {
+				at[t] = spot
+			}
+			continue
+		}
 		data, err := bs.Get(ctx, t)
 		if err != nil {
 			problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
 			continue
 		}
-		subs, vals, err := objects.NodeLinks(data)
+		subs, vals, err := objects.CheckTreeNode(spot, data)
 		if err != nil {
 			problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
 			continue
 		}
+		at[t] = spot
 		if err := visit(t, data); err != nil {
 			return nil, nil, err
 		}
 		trees = append(trees, subs...)
-		for len(vals) > 0 {
-			v := vals[len(vals)-1]
-			vals = vals[:len(vals)-1]
-			if _, ok := seen[v]; ok {
+		for i := len(vals) - 1; i >= 0; i-- { // last first, as a stack of them would
+			v := vals[i]
+			if opts.Held != nil && opts.Held(v) {
+				seen[v] = struct{}{}
 				continue
 			}
-			seen[v] = struct{}{}
-			if v.Codec() == objects.CodecDagCBOR { // a chunked value: its node and list nodes link chunks
-				data, err := bs.Get(ctx, v)
-				if err == nil {
-					var links []objects.CID
-					if links, err = objects.ChunkLinks(data); err == nil {
-						if err := visit(v, data); err != nil {
-							return nil, nil, err
-						}
-						vals = append(vals, links...)
-						continue
-					}
-				}
-				problems = append(problems, Problem{CID: v, Via: "chunked value in tree " + t.Short(), Err: err})
-				continue
-			}
-			if opts.VerifyValues || opts.Visit != nil {
-				data, err := bs.Get(ctx, v)
-				if err != nil {
-					problems = append(problems, Problem{CID: v, Via: "value in tree " + t.Short(), Err: err})
+			if opts.VerifyValues && v.Codec() == objects.CodecDagCBOR {
+				// A chunked value read as the reader reads it: every node
+				// where it sits, the sizes and the content's sha256.
+				if checked[v] {
 					continue
 				}
-				if err := visit(v, data); err != nil {
-					return nil, nil, err
+				checked[v] = true
+				err := objects.CheckValue(ctx, bs, v, func(c objects.CID, data []byte) error {
+					if _, ok := seen[c]; ok {
+						return nil
+					}
+					seen[c] = struct{}{}
+					if err := visit(c, data); err != nil {
+						return visitError{err}
+					}
+					return nil
+				})
+				if err != nil {
+					var ve visitError
+					if errors.As(err, &ve) {
+						return nil, nil, ve.err
+					}
+					problems = append(problems, valueProblem(v, t, err))
 				}
-			} else if ok, err := bs.Has(ctx, v); err != nil || !ok {
-				if err == nil {
-					err = &objects.NotFoundError{CID: v}
-				}
-				problems = append(problems, Problem{CID: v, Via: "value in tree " + t.Short(), Err: err})
+				continue
+			}
+			if p, err := walkValue(ctx, bs, v, t, opts, seen, visit); err != nil {
+				return nil, nil, err
+			} else if p != nil {
+				problems = append(problems, p...)
 			}
 		}
 	}
 	return seen, problems, nil
+}
+
+// visitError marks an error of WalkOptions.Visit, which stops a walk.
+type visitError struct{ err error }
+
+func (e visitError) Error() string { return e.err.Error() }
+func (e visitError) Unwrap() error { return e.err }
+
+// valueProblem is the problem of a chunked value v of tree node t that did
+// not check: it names the missing or corrupt block when that is what
+// stopped the check.
+func valueProblem(v, t objects.CID, err error) Problem {
+	p := Problem{CID: v, Via: "chunked value in tree " + t.Short(), Err: err}
+	var nf *objects.NotFoundError
+	var hm *objects.HashMismatchError
+	switch {
+	case errors.As(err, &nf) && nf.CID != v:
+		p.CID, p.Via = nf.CID, "chunk of value "+v.Short()+" in tree "+t.Short()
+	case errors.As(err, &hm) && hm.Expected != v:
+		p.CID, p.Via = hm.Expected, "chunk of value "+v.Short()+" in tree "+t.Short()
+	}
+	return p
+}
+
+// walkValue marks the value v of tree node t and, for a chunked value, its
+// nodes and chunks, checking each node where it sits (but not the sizes
+// and the sha256, which need the content in order: VerifyValues) and each
+// raw block's presence (its bytes, with VerifyValues or Visit).
+func walkValue(ctx context.Context, bs objects.BlockStore, v, t objects.CID, opts WalkOptions, seen Reach, visit func(objects.CID, []byte) error) ([]Problem, error) {
+	var problems []Problem
+	stack := []objects.ChunkSpot{{CID: v}}
+	for len(stack) > 0 {
+		sp := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		c := sp.CID
+		if _, ok := seen[c]; ok {
+			continue
+		}
+		seen[c] = struct{}{}
+		via := "value in tree " + t.Short()
+		if c != v {
+			via = "chunk of value " + v.Short() + " in tree " + t.Short()
+		}
+		if c.Codec() == objects.CodecDagCBOR { // a chunked value: its node and list nodes link chunks
+			data, err := bs.Get(ctx, c)
+			if err == nil {
+				var cn *objects.ChunkNode
+				if cn, _, err = objects.CheckChunkNode(sp, data); err == nil {
+					if err := visit(c, data); err != nil {
+						return nil, err
+					}
+					for _, l := range cn.Chunks {
+						stack = append(stack, objects.ChunkSpot{CID: l, Depth: sp.Depth + 1})
+					}
+					continue
+				}
+			}
+			if c == v {
+				via = "chunked " + via
+			}
+			problems = append(problems, Problem{CID: c, Via: via, Err: err})
+			continue
+		}
+		if opts.VerifyValues || opts.Visit != nil {
+			data, err := bs.Get(ctx, c)
+			if err != nil {
+				problems = append(problems, Problem{CID: c, Via: via, Err: err})
+				continue
+			}
+			if err := visit(c, data); err != nil {
+				return nil, err
+			}
+		} else if ok, err := bs.Has(ctx, c); err != nil || !ok {
+			if err == nil {
+				err = &objects.NotFoundError{CID: c}
+			}
+			problems = append(problems, Problem{CID: c, Via: via, Err: err})
+		}
+	}
+	return problems, nil
 }
 
 // isMissing reports an error that says a block is not in the store.

@@ -256,62 +256,16 @@ func ChunkLinks(data []byte) ([]CID, error) {
 	return cn.Chunks, nil
 }
 
-// readFileNode reads the chunked file node v.
+// readFileNode reads the chunked file node v (CheckChunkNode: a file node,
+// not a list node, of at most MaxValueSize bytes).
 func readFileNode(ctx context.Context, bs BlockStore, v CID) (*ChunkNode, error) {
 	data, err := bs.Get(ctx, v)
 	if err != nil {
 		return nil, fmt.Errorf("objects: reading chunked value %s: %w", v, err)
 	}
-	cn, err := DecodeChunkNode(data)
+	cn, _, err := CheckChunkNode(ChunkSpot{CID: v}, data)
 	if err != nil {
 		return nil, fmt.Errorf("chunked value %s: %w", v, err)
 	}
-	if cn.SHA256 == nil {
-		return nil, fmt.Errorf("%w: %s is a chunk list node, not a chunked file node (no sha256)", ErrBadObject, v)
-	}
 	return cn, nil
-}
-
-// appendChunks appends the content under the links to out, checking that
-// each list node's size matches what it covers. depth bounds nesting.
-func appendChunks(ctx context.Context, bs BlockStore, links []CID, want uint64, out []byte, depth int) ([]byte, error) {
-	start := len(out)
-	for _, c := range links {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		switch c.Codec() {
-		case CodecRaw:
-			data, err := bs.Get(ctx, c)
-			if err != nil {
-				return nil, fmt.Errorf("objects: reading chunk %s: %w", c, err)
-			}
-			out = append(out, data...)
-		default:
-			if depth >= 8 {
-				return nil, fmt.Errorf("%w: chunk list nodes nested deeper than 8 at %s", ErrBadObject, c)
-			}
-			data, err := bs.Get(ctx, c)
-			if err != nil {
-				return nil, fmt.Errorf("objects: reading chunk list %s: %w", c, err)
-			}
-			cn, err := DecodeChunkNode(data)
-			if err != nil {
-				return nil, fmt.Errorf("chunk list %s: %w", c, err)
-			}
-			if cn.SHA256 != nil {
-				return nil, fmt.Errorf("%w: %s: a chunked file node cannot be nested in another", ErrBadObject, c)
-			}
-			if out, err = appendChunks(ctx, bs, cn.Chunks, cn.Size, out, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		if uint64(len(out)-start) > want {
-			return nil, fmt.Errorf("%w: chunks hold more than the %d bytes their node records", ErrBadObject, want)
-		}
-	}
-	if uint64(len(out)-start) != want {
-		return nil, fmt.Errorf("%w: chunks hold %d bytes, their node records %d", ErrBadObject, len(out)-start, want)
-	}
-	return out, nil
 }

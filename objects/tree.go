@@ -45,6 +45,7 @@ type Entry struct {
 // created in memory, is dirty and has no valid cid until Flush.
 type node struct {
 	layer   int
+	lo, hi  string // read from the store: its keys lie between (see TreeSpot)
 	cid     CID
 	loaded  bool
 	dirty   bool
@@ -103,7 +104,7 @@ func LoadTree(ctx context.Context, bs BlockStore, root CID) (*Tree, error) {
 	if root == EmptyTreeCID {
 		return NewTree(bs), nil // known bytes: no need to have stored them
 	}
-	t := &Tree{bs: bs, root: &node{cid: root, layer: -1}}
+	t := &Tree{bs: bs, root: &node{cid: root, layer: RootLayer}}
 	if err := t.load(ctx, t.root); err != nil {
 		return nil, err
 	}
@@ -125,43 +126,34 @@ func (t *Tree) load(ctx context.Context, n *node) error {
 		return err
 	}
 	left, entries := rn.left, rn.entries
-	if n.layer < 0 { // the root: its layer is its keys' layer
-		switch {
-		case rn.layer != mixedLayers && len(entries) > 0:
-			n.layer = rn.layer
-		case len(entries) > 0: // keys of several layers: refused below, against the first's
-			n.layer = KeyLayer(entries[0].key)
-		case !left.IsZero():
-			return fmt.Errorf("%w: tree root %s has no entries but a subtree (it should have been trimmed)", ErrNonCanonical, n.cid)
-		default:
-			n.layer = 0
-		}
-	} else if len(entries) == 0 && left.IsZero() {
-		return fmt.Errorf("%w: tree node %s below the root is empty", ErrNonCanonical, n.cid)
+	layer, err := checkNodeAt(TreeSpot{CID: n.cid, Layer: n.layer, Lo: n.lo, Hi: n.hi}, left, entries, rn.layer)
+	if err != nil {
+		return err
 	}
-	if len(entries) > 0 && rn.layer != n.layer {
-		for _, e := range entries {
-			if l := KeyLayer(e.key); l != n.layer {
-				return fmt.Errorf("%w: tree node %s at layer %d holds key %q of layer %d", ErrNonCanonical, n.cid, n.layer, e.key, l)
-			}
-		}
-	}
-	mk := func(c CID) *node {
+	n.layer = layer
+	// A child is checked when it is loaded, against the layer and the range
+	// of keys this node gives it (checkNodeAt).
+	mk := func(c CID, lo, hi string) *node {
 		if c.IsZero() {
 			return nil
 		}
-		return &node{cid: c, layer: n.layer - 1}
+		return &node{cid: c, layer: n.layer - 1, lo: lo, hi: hi}
 	}
-	if n.layer == 0 && !left.IsZero() {
-		return fmt.Errorf("%w: tree node %s at layer 0 has a subtree", ErrNonCanonical, n.cid)
-	}
-	n.left = mk(left)
+	lo := n.lo
 	n.entries = make([]entry, len(entries))
 	for i, e := range entries {
-		if n.layer == 0 && !e.right.IsZero() {
-			return fmt.Errorf("%w: tree node %s at layer 0 has a subtree", ErrNonCanonical, n.cid)
+		n.entries[i] = entry{key: e.key, val: e.val}
+		if i == 0 {
+			n.left = mk(left, lo, e.key)
+		} else {
+			n.entries[i-1].right = mk(entries[i-1].right, lo, e.key)
 		}
-		n.entries[i] = entry{key: e.key, val: e.val, right: mk(e.right)}
+		lo = e.key
+	}
+	if len(entries) == 0 {
+		n.left = mk(left, n.lo, n.hi)
+	} else {
+		n.entries[len(entries)-1].right = mk(entries[len(entries)-1].right, lo, n.hi)
 	}
 	n.loaded = true
 	return nil

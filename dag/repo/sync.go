@@ -39,101 +39,32 @@ const syncBatch = 4 << 20
 
 // Fetch copies into r every block of src that head reaches and r lacks.
 // The blocks are re-hashed as they are read (every BlockStore checks what it
-// returns) and decoded as what their links say they are (a commit, a tree
-// node, a chunked value), and every link is followed down to blocks r
-// holds: a sender that lacks a block it names, or names one of the wrong
-// kind, is refused with an error, and nothing moves (the caller integrates
-// head only after Fetch returned without error).
+// returns) and checked as what their links say they are, where they are,
+// as the store's readers check them: a commit, a tree node at its place in
+// its tree (objects.CheckTreeNode; a node r holds is checked to fit there,
+// objects.TreeRanges), a chunked value read whole (objects.CheckValue).
+// Every link is followed down to blocks r holds: a sender that lacks a
+// block it names, or names one that is not what its place wants, is
+// refused with an error, and nothing moves (the caller integrates head only
+// after Fetch returned without error).
+//
+// The walk keeps explicit stacks, whose depth the format bounds (a tree is
+// at most objects.MaxTreeDepth nodes deep, a chunked value
+// objects.MaxChunkDepth), and writes every block after the blocks it links
+// to: tree nodes and values as each is checked whole, the commits last,
+// oldest first, once every one of them is. A refused fetch leaves in r
+// only whole, checked subtrees and values that no commit names yet (gc
+// removes them), so that what r holds stays whole there.
 func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStats, error) {
 	var st SyncStats
 	gone, err := src.Gone(ctx)
 	if err != nil {
 		return st, err
 	}
-	var batch []objects.Block
-	var batchBytes int
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		if err := r.Blocks.Put(ctx, batch...); err != nil {
-			return fmt.Errorf("sync: storing blocks: %w", err)
-		}
-		batch, batchBytes = batch[:0], 0
-		return nil
-	}
-	add := func(c objects.CID, data []byte) error {
-		batch = append(batch, objects.Block{CID: c, Data: data})
-		batchBytes += len(data)
-		st.Blocks++
-		st.Bytes += int64(len(data))
-		if batchBytes >= syncBatch {
-			return flush()
-		}
-		return nil
-	}
-	has := func(c objects.CID) (bool, error) { return r.Blocks.Has(ctx, c) }
-	seen := map[objects.CID]bool{}
-	// The copy is typed as a walk is (dag.Walk): a commit's tree must be a
-	// tree node, whose subtrees are tree nodes and whose values are raw
-	// blocks or chunked values, whose links are chunks. Every link of every
-	// block copied is followed here, and a block r already holds is whole
-	// there (every store writes children before parents, as this copy
-	// does), so when the copy ends without error r holds the whole history.
-	var copyTree, copyValue func(c objects.CID, via string) error
-	fetch := func(c objects.CID, via string) ([]byte, bool, error) {
-		if seen[c] {
-			return nil, false, nil
-		}
-		seen[c] = true
-		if ok, err := has(c); err != nil || ok {
-			return nil, false, err
-		}
-		data, err := src.Blocks.Get(ctx, c)
-		if err != nil {
-			return nil, false, fmt.Errorf("sync: reading %s %s from the sender: %w", via, c, err)
-		}
-		return data, true, nil
-	}
-	copyTree = func(c objects.CID, via string) error {
-		data, need, err := fetch(c, via)
-		if err != nil || !need {
-			return err
-		}
-		subs, vals, err := objects.NodeLinks(data)
-		if err != nil {
-			return fmt.Errorf("sync: %s %s: %w", via, c, err)
-		}
-		for _, l := range subs {
-			if err := copyTree(l, "tree node"); err != nil {
-				return err
-			}
-		}
-		for _, l := range vals {
-			if err := copyValue(l, "value"); err != nil {
-				return err
-			}
-		}
-		return add(c, data)
-	}
-	copyValue = func(c objects.CID, via string) error {
-		data, need, err := fetch(c, via)
-		if err != nil || !need {
-			return err
-		}
-		if c.Codec() == objects.CodecDagCBOR { // a chunked value
-			links, err := objects.ChunkLinks(data)
-			if err != nil {
-				return fmt.Errorf("sync: %s %s: %w", via, c, err)
-			}
-			for _, l := range links {
-				if err := copyValue(l, "chunk"); err != nil {
-					return err
-				}
-			}
-		}
-		return add(c, data)
-	}
+	f := &fetcher{ctx: ctx, r: r, src: src, st: &st, pending: map[objects.CID][]byte{}, seen: map[objects.CID]fetchSeen{}}
+	f.view = &pendingView{f: f}
+	f.ranges = objects.NewTreeRanges(f.view)
+	var commits []objects.Block // newest first: written last, oldest first
 	stack := []objects.CID{head}
 	for len(stack) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -141,11 +72,11 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 		}
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if seen[c] {
+		if _, ok := f.seen[c]; ok {
 			continue
 		}
-		seen[c] = true
-		if ok, err := has(c); err != nil {
+		f.seen[c] = fetchSeen{}
+		if ok, err := r.Blocks.Has(ctx, c); err != nil {
 			return st, err
 		} else if ok {
 			st.Haves++
@@ -160,12 +91,12 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 			return st, fmt.Errorf("sync: %s: %w", c, err)
 		}
 		st.Commits++
-		if err := copyTree(cm.Tree, "tree node"); err != nil {
+		if err := f.copyTree(cm.Tree); err != nil {
 			return st, err
 		}
-		if err := add(c, data); err != nil {
-			return st, err
-		}
+		commits = append(commits, objects.Block{CID: c, Data: data})
+		st.Blocks++
+		st.Bytes += int64(len(data))
 		for _, p := range cm.Parents {
 			if gone(c, p) {
 				if ok, err := src.Blocks.Has(ctx, p); err != nil {
@@ -178,10 +109,267 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 			stack = append(stack, p)
 		}
 	}
-	if err := flush(); err != nil {
+	if err := f.flush(); err != nil {
 		return st, err
 	}
+	// The commits, each after its parents (found after it, so written in
+	// the reverse order).
+	var batch []objects.Block
+	size := 0
+	for i := len(commits) - 1; i >= 0; i-- {
+		batch = append(batch, commits[i])
+		size += len(commits[i].Data)
+		if size >= syncBatch || i == 0 {
+			if err := r.Blocks.Put(ctx, batch...); err != nil {
+				return st, fmt.Errorf("sync: storing commits: %w", err)
+			}
+			batch, size = batch[:0], 0
+		}
+	}
 	return st, nil
+}
+
+// fetcher copies trees and values for Fetch.
+type fetcher struct {
+	ctx     context.Context
+	r, src  *Repo
+	st      *SyncStats
+	batch   []objects.Block
+	pending map[objects.CID][]byte // the batch, by CID (read by the checks)
+	size    int
+	seen    map[objects.CID]fetchSeen
+	view    *pendingView
+	ranges  *objects.TreeRanges
+}
+
+// fetchSeen is what the fetch knows of a block it met: for a tree node, the
+// first place it was checked at (placed), so that a node met again at a
+// place no narrower needs no new check.
+type fetchSeen struct {
+	placed bool // a tree node, checked at spot
+	spot   objects.TreeSpot
+	value  bool // a value (of a tree entry), checked whole
+}
+
+func (f *fetcher) flush() error {
+	if len(f.batch) == 0 {
+		return nil
+	}
+	if err := f.r.Blocks.Put(f.ctx, f.batch...); err != nil {
+		return fmt.Errorf("sync: storing blocks: %w", err)
+	}
+	f.batch = f.batch[:0]
+	clear(f.pending)
+	f.size = 0
+	return nil
+}
+
+func (f *fetcher) add(c objects.CID, data []byte) error {
+	f.batch = append(f.batch, objects.Block{CID: c, Data: data})
+	f.pending[c] = data
+	f.size += len(data)
+	f.st.Blocks++
+	f.st.Bytes += int64(len(data))
+	if f.size >= syncBatch {
+		return f.flush()
+	}
+	return nil
+}
+
+// get returns the sender's block c, or need == false when r holds it.
+func (f *fetcher) get(c objects.CID, via string) (data []byte, need bool, err error) {
+	if ok, err := f.r.Blocks.Has(f.ctx, c); err != nil || ok {
+		return nil, false, err
+	}
+	if _, ok := f.pending[c]; ok {
+		return nil, false, nil
+	}
+	data, err = f.src.Blocks.Get(f.ctx, c)
+	if err != nil {
+		return nil, false, fmt.Errorf("sync: reading %s %s from the sender: %w", via, c, err)
+	}
+	return data, true, nil
+}
+
+// fetchFrame is a block on copyTree's stack: its children are copied
+// before it is written.
+type fetchFrame struct {
+	c    objects.CID
+	data []byte
+	subs []objects.TreeSpot
+	vals []objects.CID
+	i, j int
+}
+
+// copyTree copies the tree whose root is root, each node checked where the
+// tree puts it, children before parents.
+func (f *fetcher) copyTree(root objects.CID) error {
+	var stack []*fetchFrame
+	enter := func(spot objects.TreeSpot) error {
+		if s, ok := f.seen[spot.CID]; ok {
+			if s.placed && spot.Inside(s.spot) {
+				return nil
+			}
+			return f.fits(spot)
+		}
+		data, need, err := f.get(spot.CID, "tree node")
+		if err != nil {
+			return err
+		}
+		if !need { // r holds it, whole: it must fit here
+			if err := f.fits(spot); err != nil {
+				return err
+			}
+			f.seen[spot.CID] = fetchSeen{placed: true, spot: spot}
+			return nil
+		}
+		subs, vals, err := objects.CheckTreeNode(spot, data)
+		if err != nil {
+			return fmt.Errorf("sync: tree node %s: %w", spot.CID, err)
+		}
+		f.seen[spot.CID] = fetchSeen{placed: true, spot: spot}
+		stack = append(stack, &fetchFrame{c: spot.CID, data: data, subs: subs, vals: vals})
+		return nil
+	}
+	if err := enter(objects.RootSpot(root)); err != nil {
+		return err
+	}
+	for len(stack) > 0 {
+		if err := f.ctx.Err(); err != nil {
+			return err
+		}
+		fr := stack[len(stack)-1]
+		switch {
+		case fr.i < len(fr.subs):
+			fr.i++
+			if err := enter(fr.subs[fr.i-1]); err != nil {
+				return err
+			}
+		case fr.j < len(fr.vals):
+			fr.j++
+			if err := f.copyValue(fr.vals[fr.j-1]); err != nil {
+				return err
+			}
+		default:
+			stack = stack[:len(stack)-1]
+			if err := f.add(fr.c, fr.data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fits checks that the tree node at spot, which r holds whole or this
+// fetch has checked, may sit there.
+func (f *fetcher) fits(spot objects.TreeSpot) error {
+	if err := f.ranges.Fits(f.ctx, spot); err != nil {
+		return fmt.Errorf("sync: tree node %s: %w", spot.CID, err)
+	}
+	return nil
+}
+
+// copyValue copies the value v: a raw block, or a chunked value, its nodes
+// and chunks, checked whole (objects.CheckValue) before its file node is
+// written.
+func (f *fetcher) copyValue(v objects.CID) error {
+	if s, ok := f.seen[v]; ok {
+		if s.value || v.Codec() != objects.CodecDagCBOR {
+			return nil
+		}
+		// Met as another kind of block (a tree node, a chunk list): as a
+		// value, it must read as one.
+		if err := objects.CheckValue(f.ctx, f.view, v, nil); err != nil {
+			return fmt.Errorf("sync: value %s: %w", v, err)
+		}
+		f.seen[v] = fetchSeen{value: true}
+		return nil
+	}
+	f.seen[v] = fetchSeen{value: true}
+	data, need, err := f.get(v, "value")
+	if err != nil || !need {
+		return err
+	}
+	if v.Codec() != objects.CodecDagCBOR {
+		return f.add(v, data)
+	}
+	root, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: v}, data)
+	if err != nil {
+		return fmt.Errorf("sync: value %s: %w", v, err)
+	}
+	type frame struct {
+		links []objects.CID
+		i     int
+		depth int
+		c     objects.CID
+		data  []byte
+	}
+	stack := []*frame{{links: root.Chunks}}
+	for len(stack) > 0 {
+		if err := f.ctx.Err(); err != nil {
+			return err
+		}
+		fr := stack[len(stack)-1]
+		if fr.i == len(fr.links) {
+			stack = stack[:len(stack)-1]
+			if fr.data != nil {
+				if err := f.add(fr.c, fr.data); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		c := fr.links[fr.i]
+		fr.i++
+		if _, ok := f.seen[c]; ok {
+			continue
+		}
+		f.seen[c] = fetchSeen{}
+		data, need, err := f.get(c, "chunk")
+		if err != nil || !need {
+			return err
+		}
+		if c.Codec() != objects.CodecDagCBOR {
+			if err := f.add(c, data); err != nil {
+				return err
+			}
+			continue
+		}
+		cn, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: c, Depth: fr.depth + 1}, data)
+		if err != nil {
+			return fmt.Errorf("sync: value %s: %w", v, err)
+		}
+		stack = append(stack, &frame{links: cn.Chunks, depth: fr.depth + 1, c: c, data: data})
+	}
+	// Every chunk is here: the value must read as the reader reads it.
+	f.pending[v] = data
+	err = objects.CheckValue(f.ctx, f.view, v, nil)
+	delete(f.pending, v)
+	if err != nil {
+		return fmt.Errorf("sync: value %s: %w", v, err)
+	}
+	return f.add(v, data)
+}
+
+// pendingView reads the fetch's batch, then r.
+type pendingView struct{ f *fetcher }
+
+func (v *pendingView) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	if data, ok := v.f.pending[c]; ok {
+		return data, nil
+	}
+	return v.f.r.Blocks.Get(ctx, c)
+}
+
+func (v *pendingView) Has(ctx context.Context, c objects.CID) (bool, error) {
+	if _, ok := v.f.pending[c]; ok {
+		return true, nil
+	}
+	return v.f.r.Blocks.Has(ctx, c)
+}
+
+func (v *pendingView) Put(context.Context, ...objects.Block) error {
+	return errors.New("sync: the check's view is read-only")
 }
 
 // CutAdopter is an optional ability of a Storage that records received cut

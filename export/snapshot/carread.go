@@ -88,9 +88,12 @@ type CARImport struct {
 // objects.ErrBadCID, objects.ErrNotFound, ErrCARLimit and
 // io.ErrUnexpectedEOF.
 //
-// A commit already in bs is taken to be whole there, as everywhere in a
-// store: its parents are not walked (a forget may have cut them). Tree nodes
-// are walked wherever they live.
+// A block already in bs is taken to be whole there, as everywhere in a
+// store: a commit's parents are not walked (a forget may have cut them), a
+// tree node is checked to fit where the CAR's tree links it (its layer, the
+// range of its keys) and a value is not read again. Every block of the CAR
+// is checked as the store's readers check it, where it sits
+// (objects.CheckTreeNode, objects.CheckValue), with explicit stacks.
 func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptions) (CARImport, error) {
 	var imp CARImport
 	if o.MaxBlock <= 0 {
@@ -175,6 +178,16 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 	// nodes as tree nodes, chunked values as chunk nodes).
 	view := &carView{staged: st.blocks, bs: bs}
 	reach, problems, err := dag.Walk(ctx, view, []objects.CID{root}, dag.WalkOptions{
+		VerifyValues: true, // chunked values read as the reader reads them
+		// What bs holds is whole and checked there: a tree node of it must
+		// fit where the CAR links it, a value of it is not read again.
+		Held: func(c objects.CID) bool {
+			if _, ok := st.blocks[c]; ok {
+				return false
+			}
+			ok, err := bs.Has(ctx, c)
+			return err == nil && ok
+		},
 		Cut: func(child, parent objects.CID) bool {
 			if _, ok := st.blocks[parent]; ok {
 				return false
