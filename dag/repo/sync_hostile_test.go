@@ -1,0 +1,142 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"testing"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/memory"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/objects/objectstest"
+	"github.com/agentstate/agentstate/refs"
+)
+
+// hostileSender is a store that offers h.
+func hostileSender(t *testing.T, h objectstest.Hostile) *repo.Repo {
+	t.Helper()
+	ms := memory.New()
+	if err := ms.Put(context.Background(), h.Blocks...); err != nil {
+		t.Fatal(err)
+	}
+	return repo.New(ms)
+}
+
+// receiver is a store with an agent "a" of a few commits.
+func receiver(t *testing.T) *repo.Repo {
+	t.Helper()
+	dst := repo.New(memory.New())
+	for i := range 3 {
+		mustPut(t, dst, "a", fmt.Sprintf("k%d", i), "v")
+	}
+	return dst
+}
+
+// refusedFetch fetches h into dst and checks that it is refused and that
+// nothing changed: HEAD where it was, the commit not there (so no later
+// fetch takes it as held), verify clean.
+func refusedFetch(t *testing.T, dst *repo.Repo, h objectstest.Hostile, want error) {
+	t.Helper()
+	ctx := context.Background()
+	before := headOf(t, dst, "a")
+	_, err := dst.Fetch(ctx, hostileSender(t, h), h.Head)
+	if !errors.Is(err, want) {
+		t.Fatalf("fetch: %v, want %v", err, want)
+	}
+	if _, err := dst.Integrate(ctx, "a", h.Head, false, refs.OpPull, ""); err == nil {
+		t.Fatal("a refused history was integrated")
+	}
+	if headOf(t, dst, "a") != before {
+		t.Fatal("HEAD moved")
+	}
+	if ok, _ := dst.Blocks.Has(ctx, h.Head); ok {
+		t.Fatal("the refused commit was stored")
+	}
+	verifyClean(t, dst)
+}
+
+// Trees and chunked values the store's readers refuse are refused by a
+// fetch (pull, clone, and a served store's pull in its server), and nothing
+// changes.
+func TestFetchRefusesWhatTheReaderRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    objectstest.Hostile
+		want error
+	}{
+		{"empty root with a subtree", objectstest.EmptyRootWithSubtree(), objects.ErrNonCanonical},
+		{"key at the wrong layer", objectstest.MisplacedLayer(), objects.ErrNonCanonical},
+		{"key outside its range", objectstest.MisplacedRange(), objects.ErrNonCanonical},
+		{"1000 nested chunk lists", objectstest.NestedChunks(1000), objects.ErrBadObject},
+		{"deep chain", objectstest.DeepChain(1000), objects.ErrNonCanonical},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			refusedFetch(t, receiver(t), c.h, c.want)
+		})
+	}
+}
+
+// A chain of tree nodes far deeper than any tree is refused without a
+// stack as deep as it: run with the largest stack a goroutine may have
+// lowered to 16 MiB, a walk that recursed once per node (as the copy did)
+// dies with "stack overflow" long before the chain's end.
+func TestFetchDeepChainDoesNotRecurse(t *testing.T) {
+	h := objectstest.DeepChain(300_000)
+	dst := receiver(t)
+	defer debug.SetMaxStack(debug.SetMaxStack(16 << 20))
+	refusedFetch(t, dst, h, objects.ErrNonCanonical)
+}
+
+// A hostile tree may link a node the receiver already holds, whole and
+// sound in its own tree, where the reader refuses it: the fetch checks that
+// it fits there.
+func TestFetchRefusesAHeldNodeMisplaced(t *testing.T) {
+	ctx := context.Background()
+	dst := repo.New(memory.New())
+	low := objectstest.KeyAt("a", 0)
+	mustPut(t, dst, "a", low, "v")
+	cm, err := dst.Commit(ctx, headOf(t, dst, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := cm.Tree // one node of a layer-0 key
+	v := objects.NewValue([]byte("x"))
+	for name, root := range map[string]objects.Block{
+		"a layer too high": objectstest.TreeNode(held, objectstest.Entry{Key: objectstest.KeyAt("z", 2), Value: v.CID}),
+		// a layer-1 key "0…" sorts before the held node's "a…": its left
+		// subtree holds only keys below it
+		"outside its range": objectstest.TreeNode(held, objectstest.Entry{Key: objectstest.KeyAt("0", 1), Value: v.CID}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := objectstest.Hostile{Blocks: []objects.Block{v, root}}
+			c := objectstest.Commit(root.CID, name)
+			h.Head, h.Blocks = c.CID, append(h.Blocks, c)
+			refusedFetch(t, dst, h, objects.ErrNonCanonical)
+		})
+	}
+}
+
+// A store that holds such a tree already (imported before these checks)
+// is reported by verify, where the reader would refuse it.
+func TestVerifyReportsWhatTheReaderRefuses(t *testing.T) {
+	ctx := context.Background()
+	for _, h := range []objectstest.Hostile{
+		objectstest.EmptyRootWithSubtree(), objectstest.MisplacedLayer(), objectstest.MisplacedRange(),
+		objectstest.NestedChunks(1000), objectstest.DeepChain(100),
+	} {
+		ms := memory.New()
+		if err := ms.Put(ctx, h.Blocks...); err != nil {
+			t.Fatal(err)
+		}
+		r := repo.New(ms)
+		if _, err := r.Refs.Move(ctx, refs.Move{Agent: "a", New: h.Head, Op: refs.OpPull, Time: 1}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := r.Verify(ctx)
+		if err != nil || len(rep.Problems) == 0 {
+			t.Fatalf("verify of %s: %v, no problem reported", h.Blocks[len(h.Blocks)-1].CID, err)
+		}
+	}
+}
