@@ -52,14 +52,23 @@ var gear = func() (g [256]uint64) {
 // SQLitePageSize returns the page size of an SQLite database file, or 0 when
 // content is not one (or its length is not a whole number of pages).
 func SQLitePageSize(content []byte) int {
-	if len(content) < 100 || !bytes.HasPrefix(content, sqliteMagic) {
+	if ps := headerPageSize(content); ps > 0 && len(content)%ps == 0 {
+		return ps
+	}
+	return 0
+}
+
+// headerPageSize is the page size the header of an SQLite database at the
+// start of b gives, or 0: SQLitePageSize without the length check.
+func headerPageSize(b []byte) int {
+	if len(b) < 100 || !bytes.HasPrefix(b, sqliteMagic) {
 		return 0
 	}
-	ps := int(binary.BigEndian.Uint16(content[16:18]))
+	ps := int(binary.BigEndian.Uint16(b[16:18]))
 	if ps == 1 {
 		ps = 65536
 	}
-	if ps < 512 || ps&(ps-1) != 0 || len(content)%ps != 0 {
+	if ps < 512 || ps&(ps-1) != 0 {
 		return 0
 	}
 	return ps

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -25,29 +26,75 @@ func (e *env) runPut(c *cli.Context) error {
 		return err
 	}
 	src := c.Args().Get(1)
-	var data []byte
-	var err error
+	var in io.Reader
 	if src == "" || src == "-" {
-		data, err = io.ReadAll(e.stdin)
+		in = e.stdin
 	} else {
-		var fi os.FileInfo
-		if fi, err = os.Lstat(e.path(src)); err == nil && !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s is not a regular file", src)
+		f, err := openRegular(e.path(src), src)
+		if err != nil {
+			return err
 		}
-		if err == nil {
-			data, err = os.ReadFile(e.path(src))
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("reading value: %w", err)
+		defer f.Close()
+		in = f
 	}
 	msg := c.String("message")
 	if msg == "" {
 		msg = "put " + key
 	}
+	// A value up to the chunking threshold is read before the store is
+	// opened and stored with the commit; a longer one streams into the
+	// store as it is read, in bounded memory, and the commit follows.
+	head := make([]byte, objects.ChunkThreshold+1)
+	n, err := io.ReadFull(in, head)
+	small := err == io.EOF || err == io.ErrUnexpectedEOF
+	if err != nil && !small {
+		return fmt.Errorf("reading value: %w", err)
+	}
 	return e.withRepo(func(r *repo.Repo) error {
-		v, blocks := objects.NewFileValue(data)
+		var v objects.CID
+		var blocks []objects.Block
+		if small {
+			v, blocks = objects.NewFileValue(head[:n])
+		} else {
+			var err error
+			if v, _, err = objects.WriteValue(e.ctx, r.Blocks, io.MultiReader(bytes.NewReader(head), readErrs{in})); err != nil {
+				return err
+			}
+			head = nil
+		}
 		return e.reportEdit(r.Edit(e.ctx, repo.EditRequest{Agent: e.agent, Message: msg, Create: true, Blocks: blocks,
 			Edit: func(ctx context.Context, t *objects.Tree) (bool, error) { return t.Put(ctx, key, v) }}))
 	})
+}
+
+// openRegular opens a regular file to read, refusing anything else (a
+// directory, a device, a FIFO) without blocking on it.
+func openRegular(path, shown string) (*os.File, error) {
+	fi, err := os.Lstat(path)
+	if err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", shown)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading value: %w", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading value: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", shown)
+	}
+	return f, nil
+}
+
+// readErrs marks an input's errors as reading the value's, not the store's.
+type readErrs struct{ r io.Reader }
+
+func (r readErrs) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("reading value: %w", err)
+	}
+	return n, err
 }

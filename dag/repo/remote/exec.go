@@ -163,7 +163,7 @@ func (r *streamReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		r.before()
-		if err := r.send(&rpcwire.ExecOut{Want: max(len(p), 64<<10)}); err != nil {
+		if err := r.send(&rpcwire.ExecOut{Want: min(max(len(p), 64<<10), 1<<20)}); err != nil {
 			return 0, err
 		}
 		var in rpcwire.ExecIn

@@ -1,0 +1,406 @@
+package objects
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"hash"
+	"io"
+)
+
+// Streaming values. WriteValue and OpenValue are NewFileValue and ReadValue
+// for content of any size: they hold a bounded window of it (a few MiB), not
+// the whole. WriteValue cuts exactly the chunks and list nodes NewFileValue
+// cuts for the same bytes, so a value has one CID however it was written.
+
+// writeBatch is how many bytes of blocks WriteValue gathers into one Put.
+const writeBatch = 4 << 20
+
+// readWindow is WriteValue's read-ahead: enough for a whole content-defined
+// chunk (cdcMax) or SQLite page (64 KiB at most) past the cut point.
+const readWindow = 2 << 20
+
+// WriteValue reads content from r to its end, stores its blocks in bs as it
+// goes (children before parents, in batches) and returns the value's CID and
+// the content's length. The CID is the one NewFileValue gives the same
+// bytes. A failure part-way may leave some blocks stored and unreferenced;
+// gc removes them.
+func WriteValue(ctx context.Context, bs BlockStore, r io.Reader) (CID, uint64, error) {
+	return writeValue(ctx, bs, r, true)
+}
+
+func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool) (CID, uint64, error) {
+	buf := make([]byte, ChunkThreshold+1, readWindow)
+	n, err := io.ReadFull(r, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		b := NewValue(buf[:n:n])
+		if err := bs.Put(ctx, b); err != nil {
+			return CID{}, 0, err
+		}
+		return b.CID, uint64(n), nil
+	}
+	if err != nil {
+		return CID{}, 0, err
+	}
+	w := &valueWriter{ctx: ctx, bs: bs, h: sha256.New()}
+	// A database is cut at its pages when its whole length turns out a whole
+	// number of pages (SQLitePageSize); that is known only at the end, so the
+	// pages are cut as they come and, should the length not fit, read back
+	// from the store and cut again as other content.
+	page := 0
+	if sqlite {
+		page = headerPageSize(buf)
+	}
+	eof := false
+	off := 0 // buf[off:] is the content not yet cut
+	for {
+		// Top the window up to a whole chunk's worth past the cut point.
+		if !eof && len(buf)-off < cdcMax {
+			buf = buf[:copy(buf, buf[off:])]
+			off = 0
+			for !eof && len(buf) < readWindow {
+				m, err := r.Read(buf[len(buf):readWindow])
+				buf = buf[:len(buf)+m]
+				if err == io.EOF {
+					eof = true
+				} else if err != nil {
+					return CID{}, 0, err
+				}
+			}
+		}
+		rest := buf[off:]
+		if len(rest) == 0 {
+			break
+		}
+		var end int
+		if page > 0 {
+			if len(rest) < page {
+				// The end, short of a whole page: not a database after all.
+				top, err := w.links()
+				if err != nil {
+					return CID{}, 0, err
+				}
+				again := io.MultiReader(&chunkReader{ctx: ctx, bs: bs, stack: []chunkFrame{{links: cidsOf(top), want: sumSizes(top)}}},
+					bytes.NewReader(rest))
+				return writeValue(ctx, bs, again, false)
+			}
+			end = page
+		} else {
+			end = cdcCut(rest)
+		}
+		if err := w.chunk(rest[:end]); err != nil {
+			return CID{}, 0, err
+		}
+		off += end
+	}
+	c, err := w.finish()
+	return c, w.size, err
+}
+
+// cdcCut returns the end of the first content-defined chunk of b, where b
+// holds at least cdcMax bytes or all that is left (chunkBounds' rule).
+func cdcCut(b []byte) int {
+	end := min(cdcMax, len(b))
+	if end > cdcMin {
+		var h uint64
+		for i := cdcMin; i < end; i++ {
+			h = h<<1 + gear[b[i]]
+			if h&cdcMask == 0 {
+				return i + 1
+			}
+		}
+	}
+	return end
+}
+
+func cidsOf(ls []chunkLink) []CID {
+	out := make([]CID, len(ls))
+	for i, l := range ls {
+		out[i] = l.cid
+	}
+	return out
+}
+
+// valueWriter builds a chunked file node as chunks arrive. Each level of
+// links is grouped into list nodes exactly as NewFileValue groups it; since
+// a level is grouped only when it ends up with more than MaxChunkLinks
+// links, its first links wait until that is known, and afterwards at most
+// one group's worth waits.
+type valueWriter struct {
+	ctx    context.Context
+	bs     BlockStore
+	h      hash.Hash
+	size   uint64
+	levels []*linkLevel
+	batch  []Block
+	bytes  int
+}
+
+type linkLevel struct {
+	pending []chunkLink
+	total   int
+}
+
+func (w *valueWriter) chunk(b []byte) error {
+	w.h.Write(b)
+	w.size += uint64(len(b))
+	blk := NewValue(bytes.Clone(b)) // the batch outlives the window
+	if err := w.emit(blk); err != nil {
+		return err
+	}
+	return w.add(0, chunkLink{blk.CID, uint64(len(b))})
+}
+
+func (w *valueWriter) emit(b Block) error {
+	w.batch = append(w.batch, b)
+	w.bytes += len(b.Data)
+	if w.bytes >= writeBatch {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *valueWriter) flush() error {
+	if len(w.batch) == 0 {
+		return nil
+	}
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	err := w.bs.Put(w.ctx, w.batch...)
+	w.batch, w.bytes = nil, 0
+	return err
+}
+
+func (w *valueWriter) add(k int, l chunkLink) error {
+	if k == len(w.levels) {
+		w.levels = append(w.levels, &linkLevel{})
+	}
+	lv := w.levels[k]
+	lv.pending = append(lv.pending, l)
+	lv.total++
+	if lv.total <= MaxChunkLinks {
+		return nil
+	}
+	return w.group(k, false)
+}
+
+// group turns level k's waiting links into list nodes, each ending where
+// NewFileValue's would; at the end (last) what is left is one group more.
+func (w *valueWriter) group(k int, last bool) error {
+	lv := w.levels[k]
+	for len(lv.pending) > 0 {
+		end := 0
+		for i, l := range lv.pending {
+			d := l.cid.Digest()
+			if size := i + 1; size == MaxChunkLinks || (size >= 2 && d[31]&groupMask == 0) {
+				end = i + 1
+				break
+			}
+		}
+		if end == 0 {
+			if !last {
+				return nil
+			}
+			end = len(lv.pending)
+		}
+		data := encodeChunkNode(lv.pending[:end], nil)
+		nb := Block{CID: Sum(CodecDagCBOR, data), Data: data}
+		up := chunkLink{nb.CID, sumSizes(lv.pending[:end])}
+		lv.pending = append(lv.pending[:0], lv.pending[end:]...)
+		if err := w.emit(nb); err != nil {
+			return err
+		}
+		if err := w.add(k+1, up); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// links closes every level and returns the top one's links (at most
+// MaxChunkLinks), every block under them stored.
+func (w *valueWriter) links() ([]chunkLink, error) {
+	for k := 0; ; k++ {
+		if lv := w.levels[k]; lv.total <= MaxChunkLinks {
+			return lv.pending, w.flush()
+		}
+		if err := w.group(k, true); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (w *valueWriter) finish() (CID, error) {
+	top, err := w.links()
+	if err != nil {
+		return CID{}, err
+	}
+	data := encodeChunkNode(top, w.h.Sum(nil))
+	root := Block{CID: Sum(CodecDagCBOR, data), Data: data}
+	return root.CID, w.bs.Put(w.ctx, root)
+}
+
+// OpenValue returns a reader of a value's content and the content's length,
+// reading one chunk at a time. A chunked value's list node sizes are checked
+// as they are read, and its sha256 at the end: the reader returns an error
+// wrapping ErrHashMismatch instead of io.EOF when the content is not what
+// the file node records, so a consumer must not treat bytes as good before
+// it has seen io.EOF.
+func OpenValue(ctx context.Context, bs BlockStore, v CID) (io.Reader, uint64, error) {
+	switch v.Codec() {
+	case CodecRaw:
+		data, err := bs.Get(ctx, v)
+		if err != nil {
+			return nil, 0, err
+		}
+		return bytes.NewReader(data), uint64(len(data)), nil
+	case CodecDagCBOR:
+		cn, err := readFileNode(ctx, bs, v)
+		if err != nil {
+			return nil, 0, err
+		}
+		return &chunkReader{ctx: ctx, bs: bs, v: v, h: sha256.New(), sum: cn.SHA256,
+			stack: []chunkFrame{{links: cn.Chunks, want: cn.Size}}}, cn.Size, nil
+	default:
+		return nil, 0, fmt.Errorf("%w: value %s has codec 0x%x, want raw or a chunked file node", ErrBadObject, v, v.Codec())
+	}
+}
+
+// chunkReader reads the chunks under a list of links in order, without
+// recursion: one frame per list node on the path to the current chunk.
+type chunkReader struct {
+	ctx   context.Context
+	bs    BlockStore
+	v     CID       // the file node, for errors
+	h     hash.Hash // nil: no sha256 to check
+	sum   []byte
+	stack []chunkFrame
+	cur   []byte
+	err   error
+}
+
+type chunkFrame struct {
+	links []CID
+	want  uint64 // the bytes the node records it covers
+	got   uint64
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		r.err = r.next()
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+func (r *chunkReader) fail(err error) error {
+	if r.v.IsZero() {
+		return err
+	}
+	return fmt.Errorf("chunked value %s: %w", r.v, err)
+}
+
+// next reads the next chunk into cur, or returns the error that ends the read.
+func (r *chunkReader) next() error {
+	for {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		top := &r.stack[len(r.stack)-1]
+		if len(top.links) == 0 {
+			if top.got != top.want {
+				return r.fail(fmt.Errorf("%w: chunks hold %d bytes, their node records %d", ErrBadObject, top.got, top.want))
+			}
+			r.stack = r.stack[:len(r.stack)-1]
+			if len(r.stack) > 0 {
+				continue
+			}
+			if r.h != nil {
+				if got := r.h.Sum(nil); !bytes.Equal(got, r.sum) {
+					return fmt.Errorf("%w: chunked value %s: content hashes to %x, its node records %x", ErrHashMismatch, r.v, got, r.sum)
+				}
+			}
+			return io.EOF
+		}
+		c := top.links[0]
+		top.links = top.links[1:]
+		if c.Codec() == CodecRaw {
+			data, err := r.bs.Get(r.ctx, c)
+			if err != nil {
+				return r.fail(fmt.Errorf("objects: reading chunk %s: %w", c, err))
+			}
+			for i := range r.stack {
+				f := &r.stack[i]
+				if f.got += uint64(len(data)); f.got > f.want {
+					return r.fail(fmt.Errorf("%w: chunks hold more than the %d bytes their node records", ErrBadObject, f.want))
+				}
+			}
+			if r.h != nil {
+				r.h.Write(data)
+			}
+			if len(data) == 0 {
+				continue
+			}
+			r.cur = data
+			return nil
+		}
+		if len(r.stack)-1 >= 8 {
+			return r.fail(fmt.Errorf("%w: chunk list nodes nested deeper than 8 at %s", ErrBadObject, c))
+		}
+		data, err := r.bs.Get(r.ctx, c)
+		if err != nil {
+			return r.fail(fmt.Errorf("objects: reading chunk list %s: %w", c, err))
+		}
+		cn, err := DecodeChunkNode(data)
+		if err != nil {
+			return r.fail(fmt.Errorf("chunk list %s: %w", c, err))
+		}
+		if cn.SHA256 != nil {
+			return r.fail(fmt.Errorf("%w: %s: a chunked file node cannot be nested in another", ErrBadObject, c))
+		}
+		r.stack = append(r.stack, chunkFrame{links: cn.Chunks, want: cn.Size})
+	}
+}
+
+// ValueTooLargeError reports a value longer than a reader's cap.
+type ValueTooLargeError struct {
+	CID  CID
+	Size uint64
+	Max  uint64
+}
+
+func (e *ValueTooLargeError) Error() string {
+	return fmt.Sprintf("value %s is %d bytes, more than the %d read whole here", e.CID, e.Size, e.Max)
+}
+
+// ReadValueMax is ReadValue for content of at most max bytes: the length is
+// taken from the chunked file node before any chunk is read, and a longer
+// value is a *ValueTooLargeError with no chunk read.
+func ReadValueMax(ctx context.Context, bs BlockStore, v CID, max uint64) ([]byte, error) {
+	rd, size, err := OpenValue(ctx, bs, v)
+	if err != nil {
+		return nil, err
+	}
+	if size > max {
+		return nil, &ValueTooLargeError{CID: v, Size: size, Max: max}
+	}
+	out := make([]byte, size)
+	if _, err := io.ReadFull(rd, out); err != nil {
+		return nil, err
+	}
+	// The end: the reader's size and sha256 checks.
+	var one [1]byte
+	if _, err := rd.Read(one[:]); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("%w: value %s holds more than its %d bytes", ErrBadObject, v, size)
+		}
+		return nil, err
+	}
+	return out, nil
+}
