@@ -9,3 +9,9 @@ func OpenRaw(dir string) (*Store, error) { return open(dir, Options{}) }
 
 // NewPrefix is newPrefix, for the tests.
 const NewPrefix = newPrefix
+
+// ShedMapped is shedMapped on the store's directory, for the tests.
+func (s *Store) ShedMapped() { shedMapped(s.mapped) }
+
+// Mapped is the store's directory as the kernel names it.
+func (s *Store) Mapped() string { return s.mapped }

@@ -97,6 +97,25 @@ type Store struct {
 	umask   func()       // releases the process umask held while the store is open (umask_unix.go)
 	remove  string       // an ephemeral store's directory, removed on Close
 	heads   headCache    // HEAD records read (refstore.go)
+	mapped  string       // the directory as the kernel names it, for shedMapped
+	moved   atomic.Int64 // block bytes written or read since the last shedMapped
+}
+
+// shedEvery is how many block bytes a store moves through Badger's mapped
+// files between two shedMapped calls: the resident pages of its files stay
+// below about this much whatever the size of what is written or read.
+const shedEvery = 32 << 20
+
+// noteMoved counts n bytes of blocks written or read and sheds the mapped
+// pages of the store's files every shedEvery bytes.
+func (s *Store) noteMoved(n int) {
+	if s.mapped == "" {
+		return
+	}
+	if s.moved.Add(int64(n)) >= shedEvery {
+		s.moved.Store(0)
+		shedMapped(s.mapped)
+	}
 }
 
 // minShmFree is the free space /dev/shm must have to hold in-memory stores.
@@ -193,18 +212,21 @@ const compactL0At = 3
 func open(dir string, opts Options) (*Store, error) {
 	// Tuned for a short-lived CLI as much as for a long-running runtime
 	// (docs/performance.md): opening allocates and maps a memtable and a
-	// value-log file, so both are kept small; values up to 256 KiB (SQLite
-	// pages, content-defined chunks, small files) live in the LSM tree,
-	// where ZSTD compresses them; L0 is compacted on close once it holds
-	// compactL0At tables (see below), so they do not pile up across many
-	// short processes.
+	// value-log file, so both are kept small; values under 16 KiB (tree
+	// nodes, commits, SQLite pages, small files) live in the LSM tree, where
+	// ZSTD compresses them; larger ones (content-defined chunks, which are
+	// at least 16 KiB) go to the value log, written once: through the LSM
+	// tree, whose keys are hashes, every compaction rewrote them (a 2 GiB
+	// put wrote 17 GB and took 8 GB of memory). L0 is compacted on close
+	// once it holds compactL0At tables (see below), so they do not pile up
+	// across many short processes.
 	bo := badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithSyncWrites(opts.Sync).
 		WithNumVersionsToKeep(1).
 		WithReadOnly(opts.ReadOnly).
 		WithMemTableSize(memTableSize).
-		WithValueThreshold(256 << 10).
+		WithValueThreshold(16 << 10).
 		WithValueLogFileSize(valueLogFileSize).
 		WithCompression(options.ZSTD).
 		WithZSTDCompressionLevel(3).
@@ -262,6 +284,11 @@ func open(dir string, opts Options) (*Store, error) {
 		return fail(fmt.Errorf("store: opening %s: %w", dir, err))
 	}
 	s := &Store{db: db, lock: lock, umask: release}
+	if abs, err := filepath.Abs(dir); err == nil {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			s.mapped = real
+		}
+	}
 	if writable {
 		s.dir = dir
 		s.pending.Store(use.memData)
@@ -408,6 +435,7 @@ func (s *Store) Get(ctx context.Context, c objects.CID) ([]byte, error) {
 	if err := objects.Verify(c, data); err != nil {
 		return nil, err
 	}
+	s.noteMoved(len(data))
 	return data, nil
 }
 
@@ -456,9 +484,13 @@ func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
 		return err
 	}
 	if len(missing) == 1 {
-		return s.db.Update(func(txn *badger.Txn) error {
+		err := s.db.Update(func(txn *badger.Txn) error {
 			return txn.Set(blockKey(missing[0].CID), missing[0].Data)
 		})
+		if err == nil {
+			s.noteMoved(int(n))
+		}
+		return err
 	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
@@ -473,6 +505,7 @@ func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("store: writing blocks: %w", err)
 	}
+	s.noteMoved(int(n))
 	return nil
 }
 
