@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"io"
+
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
@@ -20,19 +22,30 @@ func (e *env) runGet(c *cli.Context) error {
 		return err
 	}
 	return e.withRepoRead(func(r *repo.Repo) error {
+		if !c.Bool("json") {
+			// The content streams out a chunk at a time; a chunked value's
+			// sha256 is checked at its end (a mismatch fails the command
+			// after the bytes before it were written).
+			v, err := e.lookupCID(r, c.String("at"), key)
+			if err != nil {
+				return err
+			}
+			rd, _, err := objects.OpenValue(e.ctx, r.Blocks, v)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(e.stdout, rd)
+			return err
+		}
 		v, data, err := e.lookup(r, c.String("at"), key)
 		if err != nil {
 			return err
 		}
-		if c.Bool("json") {
-			return e.writeJSON(struct {
-				Path    string      `json:"path"`
-				CID     objects.CID `json:"cid"`
-				Size    int         `json:"size"`
-				Content []byte      `json:"content"` // base64
-			}{key, v, len(data), data})
-		}
-		_, err = e.stdout.Write(data)
-		return err
+		return e.writeJSON(struct {
+			Path    string      `json:"path"`
+			CID     objects.CID `json:"cid"`
+			Size    int         `json:"size"`
+			Content []byte      `json:"content"` // base64
+		}{key, v, len(data), data})
 	})
 }

@@ -99,4 +99,3 @@ func (w *watchReader) Read(p []byte) (int, error) {
 	w.n += n
 	return n, err
 }
-

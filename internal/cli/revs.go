@@ -23,21 +23,30 @@ func (e *env) valueAt(r *repo.Repo, rev, key string) ([]byte, error) {
 
 // lookup returns the value CID and content of key at rev.
 func (e *env) lookup(r *repo.Repo, rev, key string) (objects.CID, []byte, error) {
-	id, err := r.Resolve(e.ctx, e.agent, rev)
+	v, err := e.lookupCID(r, rev, key)
 	if err != nil {
 		return objects.CID{}, nil, err
-	}
-	t, err := r.Tree(e.ctx, id)
-	if err != nil {
-		return objects.CID{}, nil, err
-	}
-	v, ok, err := t.Get(e.ctx, key)
-	if err != nil {
-		return objects.CID{}, nil, err
-	}
-	if !ok {
-		return objects.CID{}, nil, fmt.Errorf("key %q does not exist at %s (%s)", key, rev, id.Short())
 	}
 	data, err := objects.ReadValue(e.ctx, r.Blocks, v)
 	return v, data, err
+}
+
+// lookupCID returns the value CID of key at rev.
+func (e *env) lookupCID(r *repo.Repo, rev, key string) (objects.CID, error) {
+	id, err := r.Resolve(e.ctx, e.agent, rev)
+	if err != nil {
+		return objects.CID{}, err
+	}
+	t, err := r.Tree(e.ctx, id)
+	if err != nil {
+		return objects.CID{}, err
+	}
+	v, ok, err := t.Get(e.ctx, key)
+	if err != nil {
+		return objects.CID{}, err
+	}
+	if !ok {
+		return objects.CID{}, fmt.Errorf("key %q does not exist at %s (%s)", key, rev, id.Short())
+	}
+	return v, nil
 }
