@@ -2,6 +2,8 @@ package repo
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"sync"
 
@@ -47,6 +49,16 @@ func (c *leafCache) recent() []objects.CID {
 	return out
 }
 
+func (c *leafCache) drop(tree objects.CID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.sets[tree]; !ok {
+		return
+	}
+	delete(c.sets, tree)
+	c.lru = slices.DeleteFunc(c.lru, func(id objects.CID) bool { return id == tree })
+}
+
 func (c *leafCache) put(tree objects.CID, s *leafSet) {
 	if len(s.keys) > maxCachedLeaves {
 		return
@@ -90,7 +102,14 @@ func (r *Repo) leaves(ctx context.Context, tree objects.CID) (*leafSet, error) {
 		}
 		s, ok, err := r.patchLeaves(ctx, bs, base, tree)
 		if err != nil {
-			return nil, err
+			// The patch is a shortcut: a base tree collected since its set
+			// was cached (a forget or gc deleted it) is dropped and the next
+			// tried; the walk below answers whatever else went wrong.
+			if errors.Is(err, objects.ErrNotFound) {
+				r.leafCache.drop(base)
+				continue
+			}
+			break
 		}
 		if ok {
 			r.leafCache.put(tree, s)
