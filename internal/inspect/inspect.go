@@ -4,9 +4,15 @@
 // snapshots print, as values instead of text, and makes the few edits an
 // MCP client may ask for, each one commit through the repository's owner.
 //
-// Errors for things that do not exist (an agent, a revision, a key) wrap
-// ErrNotFound; errors for malformed input (an invalid key, agent name or
-// revision) wrap ErrBadRequest. Everything else is the store's own failure.
+// Errors for things that do not exist (an agent, a revision, a key, a
+// commit or block not in the store: one a forget cut, or one a collection
+// running beside the read removed) wrap ErrNotFound; errors for malformed
+// input (an invalid key, agent name or revision) wrap ErrBadRequest.
+// Everything else is the store's own failure.
+//
+// A history cut by forget reads as the CLI's log prints it: the walks do
+// not follow the agent's cuts (nor, where the parent is gone, any other
+// agent's), and the commit a cut ends a line at lists the parents cut.
 package inspect
 
 import (
@@ -16,6 +22,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -51,7 +58,7 @@ func classify(err error) error {
 		return nil
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRequest):
 		return err
-	case errors.Is(err, refs.ErrNoAgent), errors.Is(err, dag.ErrUnknown):
+	case errors.Is(err, refs.ErrNoAgent), errors.Is(err, dag.ErrUnknown), errors.Is(err, objects.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	case errors.Is(err, refs.ErrBadAgent), errors.Is(err, dag.ErrBadRev), errors.Is(err, dag.ErrAmbiguous),
 		errors.Is(err, dag.ErrNotCommit), errors.Is(err, objects.ErrBadKey), errors.Is(err, objects.ErrBadCID),
@@ -74,6 +81,12 @@ func (v *View) checkAgent(ctx context.Context, agent string) (refs.Head, error) 
 	return h, classify(err)
 }
 
+// Head returns agent's HEAD commit.
+func (v *View) Head(ctx context.Context, agent string) (objects.CID, error) {
+	h, err := v.checkAgent(ctx, agent)
+	return h.Commit, err
+}
+
 // Agent is one agent and its HEAD.
 type Agent struct {
 	Name       string      `json:"name"`
@@ -88,17 +101,17 @@ type Agent struct {
 func (v *View) Agents(ctx context.Context) ([]Agent, error) {
 	heads, err := v.R.Refs.Agents(ctx)
 	if err != nil {
-		return nil, err
+		return nil, classify(err)
 	}
 	out := make([]Agent, 0, len(heads))
 	for _, h := range heads {
 		cm, err := v.R.Commit(ctx, h.Commit)
 		if err != nil {
-			return nil, err
+			return nil, classify(err)
 		}
 		bh, err := v.R.BundleHash(ctx, cm.Tree)
 		if err != nil {
-			return nil, err
+			return nil, classify(err)
 		}
 		out = append(out, Agent{Name: h.Agent, Head: h.Commit, Seq: h.Seq, Time: cm.Time, Message: cm.Message, BundleHash: bh.String()})
 	}
@@ -115,12 +128,15 @@ type Commit struct {
 	Message    string            `json:"message"`
 	Metadata   map[string]string `json:"metadata"`
 	BundleHash string            `json:"bundleHash"`
+	// Cut lists the parents a forget cut (as 'agentstate log --json' does):
+	// the history below them is gone, or not this agent's any more.
+	Cut []objects.CID `json:"cut,omitempty"`
 }
 
 func (v *View) commitOf(ctx context.Context, id objects.CID, cm *objects.Commit) (Commit, error) {
 	h, err := v.R.BundleHash(ctx, cm.Tree)
 	if err != nil {
-		return Commit{}, err
+		return Commit{}, classify(err)
 	}
 	parents := cm.Parents
 	if parents == nil {
@@ -148,34 +164,96 @@ func (v *View) resolve(ctx context.Context, agent, rev string) (objects.CID, *ob
 	if rev == "" {
 		rev = "HEAD"
 	}
-	id, cm, err := v.R.ResolveCommit(ctx, agent, rev)
-	return id, cm, classify(err)
+	id, err := v.R.Resolve(ctx, agent, rev)
+	if err != nil {
+		return id, nil, classify(v.pastCut(ctx, agent, rev, err))
+	}
+	cm, err := v.R.Commit(ctx, id)
+	if err != nil {
+		return id, nil, classify(v.pastCut(ctx, agent, rev, err))
+	}
+	return id, cm, nil
+}
+
+// pastCut adds to a revision that names nothing in the store that a
+// forget cut agent's history (when one did): what was past the cut is gone.
+func (v *View) pastCut(ctx context.Context, agent, rev string, err error) error {
+	if !errors.Is(err, dag.ErrUnknown) && !errors.Is(err, objects.ErrNotFound) {
+		return err
+	}
+	cp, ok, _ := v.R.CheckpointOf(ctx, agent)
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w (forget cut %s's history at %s, %s: what is past the cut is gone)",
+		ErrNotFound, rev, err, agent, time.Unix(cp.Time, 0).UTC().Format(time.RFC3339), cp.Policy)
+}
+
+// Forgotten is what an agent's forgets cut, as 'agentstate log' says it
+// where the history was cut.
+type Forgotten struct {
+	Time    int64  `json:"time"`   // the last forget
+	Policy  string `json:"policy"` // its policy, as forget's flags
+	Ops     uint64 `json:"forgottenOps"`
+	Commits uint64 `json:"forgottenCommits"`
+}
+
+// History is a log: its commits, newest first, and what forget cut.
+type History struct {
+	Commits []Commit `json:"commits"`
+	// Forgotten is set when a forget cut the agent's history: the commits
+	// whose Cut is set are where.
+	Forgotten *Forgotten `json:"forgotten,omitempty"`
 }
 
 // Log returns history from o.Rev, newest first, including commits reached
-// through merges' other parents (the order of dag.Log).
-func (v *View) Log(ctx context.Context, agent string, o LogOptions) ([]Commit, error) {
+// through merges' other parents (the order of dag.Log), walked as
+// 'agentstate log' walks it: around the agent's cuts, with the older
+// states a forget kept (islands), each commit where a cut ends a line
+// listing the parents cut.
+//
+// A forget running beside the walk deletes what its new cut leaves behind
+// while the walk may still follow the old cut: a block found missing makes
+// the walk start again (a few times) from the revision and the cuts as
+// they are then.
+func (v *View) Log(ctx context.Context, agent string, o LogOptions) (History, error) {
 	if o.Path != "" {
 		if err := objects.ValidateKey(o.Path); err != nil {
-			return nil, classify(err)
+			return History{}, classify(err)
 		}
 	}
+	for attempt := 1; ; attempt++ {
+		h, err := v.logOnce(ctx, agent, o)
+		if err == nil || attempt == 4 || !errors.Is(err, ErrNotFound) || ctx.Err() != nil {
+			return h, err
+		}
+	}
+}
+
+func (v *View) logOnce(ctx context.Context, agent string, o LogOptions) (History, error) {
 	start, _, err := v.resolve(ctx, agent, o.Rev)
 	if err != nil {
-		return nil, err
+		return History{}, err
 	}
-	out := []Commit{}
-	for le, err := range dag.Log(ctx, v.R.Blocks, start) {
+	lo, cp, err := v.R.LogOptions(ctx, agent)
+	if err != nil {
+		return History{}, classify(err)
+	}
+	out := History{Commits: []Commit{}}
+	if cp != nil {
+		out.Forgotten = &Forgotten{Time: cp.Time, Policy: cp.Policy, Ops: cp.ForgottenOps, Commits: cp.ForgottenCommits}
+	}
+	for le, err := range dag.LogWith(ctx, v.R.Blocks, start, lo) {
 		if err != nil {
-			return nil, err
+			return History{}, classify(err)
 		}
-		if o.Limit > 0 && len(out) >= o.Limit {
+		if o.Limit > 0 && len(out.Commits) >= o.Limit {
 			break
 		}
 		if o.Path != "" {
-			ok, err := dag.TouchesKey(ctx, v.R.Blocks, le.Commit, o.Path)
+			ok, err := v.touches(ctx, le, o.Path)
 			if err != nil {
-				return nil, err
+				return History{}, classify(err)
 			}
 			if !ok {
 				continue
@@ -183,11 +261,25 @@ func (v *View) Log(ctx context.Context, agent string, o LogOptions) ([]Commit, e
 		}
 		c, err := v.commitOf(ctx, le.CID, le.Commit)
 		if err != nil {
-			return nil, err
+			return History{}, err
 		}
-		out = append(out, c)
+		c.Cut = le.Cut
+		out.Commits = append(out.Commits, c)
 	}
 	return out, nil
+}
+
+// touches reports whether le changed key against its first parent; a
+// commit whose first parent was cut is, like a root commit, one that has
+// the key (the history that would say more is gone).
+func (v *View) touches(ctx context.Context, le dag.LogEntry, key string) (bool, error) {
+	cm := le.Commit
+	if len(cm.Parents) > 0 && slices.Contains(le.Cut, cm.Parents[0]) {
+		root := *cm
+		root.Parents = nil
+		cm = &root
+	}
+	return dag.TouchesKey(ctx, v.R.Blocks, cm, key)
 }
 
 // Change is one key that differs between two commits.
@@ -206,26 +298,55 @@ type Change struct {
 	Patch  string `json:"patch,omitempty"`
 }
 
+// Shown is a commit and what it changed against its first parent.
+type Shown struct {
+	Commit  Commit   `json:"commit"`
+	Changes []Change `json:"changes"`
+	// ParentGone says the first parent is not in the store (a forget cut
+	// it): what the commit changed is not known, and Changes is empty.
+	ParentGone bool `json:"parentGone,omitempty"`
+}
+
 // Show returns a commit and what it changed against its first parent.
-func (v *View) Show(ctx context.Context, agent, rev string, patch bool) (Commit, []Change, error) {
+// Its Cut lists the parents a forget cut, as Log's does.
+func (v *View) Show(ctx context.Context, agent, rev string, patch bool) (Shown, error) {
 	id, cm, err := v.resolve(ctx, agent, rev)
 	if err != nil {
-		return Commit{}, nil, err
+		return Shown{}, err
 	}
 	c, err := v.commitOf(ctx, id, cm)
 	if err != nil {
-		return Commit{}, nil, err
+		return Shown{}, err
+	}
+	lo, _, err := v.R.LogOptions(ctx, agent)
+	if err != nil {
+		return Shown{}, classify(err)
+	}
+	out := Shown{Commit: c, Changes: []Change{}}
+	var first *objects.Commit
+	for i, p := range cm.Parents {
+		pc, err := v.R.Commit(ctx, p)
+		missing := errors.Is(err, dag.ErrUnknown)
+		if err != nil && !missing {
+			return Shown{}, classify(err)
+		}
+		if (lo.Cut != nil && lo.Cut(id, p)) || (missing && lo.Gone != nil && lo.Gone(id, p)) {
+			out.Commit.Cut = append(out.Commit.Cut, p)
+		}
+		if i == 0 {
+			first = pc
+			out.ParentGone = missing
+		}
+	}
+	if out.ParentGone {
+		return out, nil
 	}
 	from := objects.EmptyTreeCID
-	if len(cm.Parents) > 0 {
-		pc, err := v.R.Commit(ctx, cm.Parents[0])
-		if err != nil {
-			return Commit{}, nil, err
-		}
-		from = pc.Tree
+	if first != nil {
+		from = first.Tree
 	}
-	changes, err := v.diffTrees(ctx, from, cm.Tree, patch)
-	return c, changes, err
+	out.Changes, err = v.diffTrees(ctx, from, cm.Tree, patch)
+	return out, err
 }
 
 // Diff returns what changed from one revision to another.
@@ -245,18 +366,18 @@ func (v *View) diffTrees(ctx context.Context, a, b objects.CID, patch bool) ([]C
 	out := []Change{}
 	for ch, err := range objects.DiffTrees(ctx, v.R.Blocks, a, b) {
 		if err != nil {
-			return nil, err
+			return nil, classify(err)
 		}
 		c := Change{Path: ch.Path, Change: ch.Change, Old: ch.Old, New: ch.New}
 		if c.OldSize, err = v.size(ctx, ch.Old); err != nil {
-			return nil, err
+			return nil, classify(err)
 		}
 		if c.NewSize, err = v.size(ctx, ch.New); err != nil {
-			return nil, err
+			return nil, classify(err)
 		}
 		if patch {
 			if err := v.patch(ctx, &c); err != nil {
-				return nil, err
+				return nil, classify(err)
 			}
 		}
 		out = append(out, c)
@@ -330,25 +451,25 @@ func (v *View) Get(ctx context.Context, agent, rev, key string, max int) (Value,
 	}
 	t, err := objects.LoadTree(ctx, v.R.Blocks, cm.Tree)
 	if err != nil {
-		return Value{}, err
+		return Value{}, classify(err)
 	}
 	val, ok, err := t.Get(ctx, key)
 	if err != nil {
-		return Value{}, err
+		return Value{}, classify(err)
 	}
 	if !ok {
 		return Value{}, fmt.Errorf("%w: key %q does not exist at %s", ErrNotFound, key, id.Short())
 	}
 	out := Value{Key: key, Commit: id, CID: val}
 	if out.Size, err = v.size(ctx, val); err != nil {
-		return Value{}, err
+		return Value{}, classify(err)
 	}
 	if max >= 0 && out.Size > uint64(max) {
 		out.Truncated = true
 		return out, nil
 	}
 	if out.Data, err = objects.ReadValue(ctx, v.R.Blocks, val); err != nil {
-		return Value{}, err
+		return Value{}, classify(err)
 	}
 	out.Text = textdiff.IsText(out.Data)
 	return out, nil
@@ -370,12 +491,12 @@ func (v *View) List(ctx context.Context, agent, rev, prefix string, limit int) (
 	}
 	t, err := objects.LoadTree(ctx, v.R.Blocks, cm.Tree)
 	if err != nil {
-		return nil, false, err
+		return nil, false, classify(err)
 	}
 	out := []Entry{}
 	for en, err := range t.Entries(ctx, prefix) {
 		if err != nil {
-			return nil, false, err
+			return nil, false, classify(err)
 		}
 		if !strings.HasPrefix(en.Key, prefix) {
 			break
@@ -385,7 +506,7 @@ func (v *View) List(ctx context.Context, agent, rev, prefix string, limit int) (
 		}
 		size, err := v.size(ctx, en.Value)
 		if err != nil {
-			return nil, false, err
+			return nil, false, classify(err)
 		}
 		out = append(out, Entry{Key: en.Key, CID: en.Value, Size: size})
 	}
@@ -415,7 +536,7 @@ func (v *View) Oplog(ctx context.Context, agent string, limit int) ([]Op, error)
 	}
 	entries, err := v.R.Refs.Entries(ctx, agent)
 	if err != nil {
-		return nil, err
+		return nil, classify(err)
 	}
 	undone := undoneSeqs(entries)
 	out := []Op{}
@@ -477,7 +598,7 @@ func (v *View) Receipts(ctx context.Context, agent string, verify bool) ([]Recei
 	if verify {
 		var err error
 		if keys, err = v.R.TrustedKeys(ctx, agent, repo.KeyVerifiesReceipts); err != nil {
-			return nil, err
+			return nil, classify(err)
 		}
 	}
 	out := []Receipt{}
@@ -517,13 +638,19 @@ func (v *View) checkReceipt(ctx context.Context, rc *runtime.Receipt, keys []ed2
 	if err := rc.VerifyAny(keys); err != nil {
 		return "", err
 	}
-	if has, _ := v.R.Blocks.Has(ctx, rc.Commit); !has {
+	gone := func() string {
 		if _, cut, _ := v.R.CheckpointOf(ctx, rc.Agent); cut {
-			return "commit forgotten (history cut by forget); the receipt stays as the audit trail", nil
+			return "commit forgotten (history cut by forget); the receipt stays as the audit trail"
 		}
-		return "commit not in this store (restored from a snapshot)", nil
+		return "commit not in this store (restored from a snapshot)"
+	}
+	if has, _ := v.R.Blocks.Has(ctx, rc.Commit); !has {
+		return gone(), nil
 	}
 	h, err := v.R.CommitBundleHash(ctx, rc.Commit)
+	if errors.Is(err, objects.ErrNotFound) || errors.Is(err, dag.ErrUnknown) {
+		return gone(), nil // collected while this ran
+	}
 	if err != nil {
 		return "", fmt.Errorf("bundle hash of %s: %w", rc.Commit.Short(), err)
 	}
@@ -545,5 +672,5 @@ func (v *View) Snapshots(ctx context.Context, agent string) ([]snapshot.Record, 
 	if recs == nil {
 		recs = []snapshot.Record{}
 	}
-	return recs, err
+	return recs, classify(err)
 }

@@ -89,10 +89,11 @@ func TestReads(t *testing.T) {
 		t.Fatalf("agents %+v %v", agents, err)
 	}
 
-	log, err := v.Log(ctx, "lumen", inspect.LogOptions{})
+	hist, err := v.Log(ctx, "lumen", inspect.LogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	log := hist.Commits
 	if log[0].CID != ids["slow"] || len(log[0].Parents) != 2 || log[0].Parents[0] != ids["fast"] {
 		t.Fatalf("log head %+v, want the merge of slow onto fast", log[0])
 	}
@@ -111,12 +112,14 @@ func TestReads(t *testing.T) {
 			}
 		}
 	}
-	onlyNotes, err := v.Log(ctx, "lumen", inspect.LogOptions{Path: "notes.md"})
+	notesHist, err := v.Log(ctx, "lumen", inspect.LogOptions{Path: "notes.md"})
+	onlyNotes := notesHist.Commits
 	if err != nil || len(onlyNotes) != 2 || onlyNotes[0].CID != ids["fast"] {
 		t.Fatalf("log --path notes.md: %+v %v", onlyNotes, err)
 	}
 
-	c, changes, err := v.Show(ctx, "lumen", "HEAD~1", true)
+	shown, err := v.Show(ctx, "lumen", "HEAD~1", true)
+	c, changes := shown.Commit, shown.Changes
 	if err != nil || c.CID != ids["fast"] || c.Metadata["model"] != "m-1" {
 		t.Fatalf("show HEAD~1 %+v %v", c, err)
 	}
@@ -180,8 +183,8 @@ func TestErrors(t *testing.T) {
 	v, _ := fixture(t)
 	for name, err := range map[string]error{
 		"unknown agent": func() error { _, err := v.Log(ctx, "nobody", inspect.LogOptions{}); return err }(),
-		"unknown rev":   func() error { _, _, err := v.Show(ctx, "lumen", "bafyreiaaaaaaaaaaaaaaaaa", false); return err }(),
-		"too far back":  func() error { _, _, err := v.Show(ctx, "lumen", "HEAD~99", false); return err }(),
+		"unknown rev":   func() error { _, err := v.Show(ctx, "lumen", "bafyreiaaaaaaaaaaaaaaaaa", false); return err }(),
+		"too far back":  func() error { _, err := v.Show(ctx, "lumen", "HEAD~99", false); return err }(),
 		"unknown key":   func() error { _, err := v.Get(ctx, "lumen", "HEAD", "nope", 10); return err }(),
 		"rm missing":    func() error { _, err := v.Delete(ctx, "lumen", "nope", inspect.WriteOptions{}); return err }(),
 	} {
@@ -191,7 +194,7 @@ func TestErrors(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"bad agent": func() error { _, err := v.Log(ctx, "../x", inspect.LogOptions{}); return err }(),
-		"bad rev":   func() error { _, _, err := v.Show(ctx, "lumen", "HEAD~~x", false); return err }(),
+		"bad rev":   func() error { _, err := v.Show(ctx, "lumen", "HEAD~~x", false); return err }(),
 		"bad key":   func() error { _, err := v.Get(ctx, "lumen", "HEAD", "../etc", 10); return err }(),
 		"bad put":   func() error { _, err := v.Put(ctx, "lumen", "a//b", nil, inspect.WriteOptions{}); return err }(),
 		"fork onto": func() error { _, err := v.Fork(ctx, "lumen", "HEAD", "lumen"); return err }(),
@@ -210,7 +213,8 @@ func TestWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := v.Show(ctx, "lumen", "HEAD", false)
+	shown, err := v.Show(ctx, "lumen", "HEAD", false)
+	c := shown.Commit
 	if err != nil || c.CID != id || c.Message != "mcp: put k" || c.Metadata["source"] != "mcp" || c.Parents[0] != ids["slow"] {
 		t.Fatalf("after put: %+v %v", c, err)
 	}

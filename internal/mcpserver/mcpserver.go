@@ -151,17 +151,13 @@ type logIn struct {
 	Limit int    `json:"limit,omitempty" jsonschema:"at most this many commits (default 50)"`
 }
 
-type logOut struct {
-	Commits []inspect.Commit `json:"commits"`
-}
-
 func (h *handlers) log(ctx context.Context, _ *sdk.CallToolRequest, in logIn) (*sdk.CallToolResult, any, error) {
 	if in.Limit <= 0 {
 		in.Limit = 50
 	}
-	var out logOut
+	var out inspect.History
 	err := h.with(ctx, false, func(v *inspect.View) (err error) {
-		out.Commits, err = v.Log(ctx, h.agent(in.Agent), inspect.LogOptions{Rev: in.Rev, Path: in.Path, Limit: in.Limit})
+		out, err = v.Log(ctx, h.agent(in.Agent), inspect.LogOptions{Rev: in.Rev, Path: in.Path, Limit: in.Limit})
 		return err
 	})
 	return nil, out, err
@@ -173,15 +169,10 @@ type showIn struct {
 	Lines bool   `json:"lines,omitempty" jsonschema:"include unified line diffs of text values"`
 }
 
-type showOut struct {
-	Commit  inspect.Commit   `json:"commit"`
-	Changes []inspect.Change `json:"changes"`
-}
-
 func (h *handlers) show(ctx context.Context, _ *sdk.CallToolRequest, in showIn) (*sdk.CallToolResult, any, error) {
-	var out showOut
+	var out inspect.Shown
 	err := h.with(ctx, false, func(v *inspect.View) (err error) {
-		out.Commit, out.Changes, err = v.Show(ctx, h.agent(in.Agent), in.Rev, in.Lines)
+		out, err = v.Show(ctx, h.agent(in.Agent), in.Rev, in.Lines)
 		return err
 	})
 	return nil, out, err
@@ -479,7 +470,7 @@ func (h *handlers) resource(ctx context.Context, req *sdk.ReadResourceRequest) (
 		v, err = vw.Get(ctx, u.Host, rev, key, MaxInline)
 		return err
 	})
-	if errors.Is(err, inspect.ErrNotFound) {
+	if errors.Is(err, inspect.ErrNotFound) || errors.Is(err, inspect.ErrBadRequest) {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	if err != nil {

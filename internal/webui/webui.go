@@ -137,21 +137,20 @@ func limit(r *http.Request, def int) int {
 func (h *handler) log(r *http.Request) (any, error) {
 	q := r.URL.Query()
 	agent := q.Get("agent")
-	cs, err := h.v.Log(r.Context(), agent, inspect.LogOptions{Rev: q.Get("rev"), Path: q.Get("path"), Limit: limit(r, 200)})
+	hist, err := h.v.Log(r.Context(), agent, inspect.LogOptions{Rev: q.Get("rev"), Path: q.Get("path"), Limit: limit(r, 200)})
 	if err != nil {
 		return nil, err
 	}
-	head, _, err := h.v.Show(r.Context(), agent, "HEAD", false)
+	head, err := h.v.Head(r.Context(), agent)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"head": head.CID, "commits": cs}, nil
+	return map[string]any{"head": head, "commits": hist.Commits, "forgotten": hist.Forgotten}, nil
 }
 
 func (h *handler) commit(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	c, ch, err := h.v.Show(r.Context(), q.Get("agent"), q.Get("rev"), true)
-	return map[string]any{"commit": c, "changes": ch}, err
+	return h.v.Show(r.Context(), q.Get("agent"), q.Get("rev"), true)
 }
 
 // value is a value's preview: text inlined up to MaxPreview, never bytes.

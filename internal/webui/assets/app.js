@@ -45,6 +45,17 @@ async function viewAgents() {
     el("table", { id: "agents" }, el("tr", {}, el("th", { text: "agent" }), el("th", { text: "HEAD" }), el("th", { text: "last message" }), el("th", { text: "bundle hash" })), ...rows));
 }
 
+// kept is a commit's parents less those a forget cut: the lines the log
+// goes on along.
+function kept(c) { return c.parents.filter(p => !(c.cut || []).includes(p)); }
+
+// cutText is what 'agentstate log' prints where a forget cut the history.
+function cutText(f) {
+  if (!f) return "~~ history cut here by forget ~~";
+  return "~~ history cut here by forget at " + when(f.time) + " (" + f.policy + "); " + f.forgottenOps +
+    " older operations and " + f.forgottenCommits + " commits forgotten in all ~~";
+}
+
 // lanes assigns each commit of a log (newest first) a column, and returns
 // for every commit its lane and the lanes of its parents' lines.
 function lanes(commits) {
@@ -55,13 +66,14 @@ function lanes(commits) {
     if (lane < 0) { lane = active.indexOf(null); if (lane < 0) { lane = active.length; active.push(null); } }
     for (let i = 0; i < active.length; i++) if (i !== lane && active[i] === c.cid) active[i] = null;
     const parentLanes = [];
-    c.parents.forEach((p, i) => {
+    const parents = kept(c);
+    parents.forEach((p, i) => {
       if (i === 0) { active[lane] = p; parentLanes.push(lane); return; }
       let l = active.indexOf(p);
       if (l < 0) { l = active.indexOf(null); if (l < 0) { l = active.length; active.push(null); } active[l] = p; }
       parentLanes.push(l);
     });
-    if (c.parents.length === 0) active[lane] = null;
+    if (parents.length === 0) active[lane] = null;
     out.push({ lane, parentLanes, width: active.length });
   }
   return out;
@@ -99,16 +111,18 @@ async function viewAgent(agent) {
     api("snapshots?agent=" + encodeURIComponent(agent))]);
   const undone = new Set(ops.filter(o => o.undone).map(o => o.new));
   const info = lanes(log.commits);
-  const rows = log.commits.map((c, i) => {
+  const rows = log.commits.flatMap((c, i) => {
     const isHead = c.cid === log.head, isUndone = undone.has(c.cid);
     const msg = el("td", {}, el("a", { href: "#/a/" + encodeURIComponent(agent) + "/c/" + encodeURIComponent(c.cid), class: "msg", text: c.message }),
       isHead ? el("span", { class: "head", text: "HEAD" }) : null,
       c.parents.length > 1 ? el("span", { class: "merge", text: "merge" }) : null,
       isUndone ? el("span", { class: "undone", text: "undone" }) : null);
     const meta = Object.entries(c.metadata || {}).filter(([k]) => ["task", "model", "op", "source"].includes(k)).map(([k, v]) => k + "=" + v).join("  ");
-    return el("tr", { class: "commit", "data-cid": c.cid, "data-parents": String(c.parents.length) },
+    const row = el("tr", { class: "commit", "data-cid": c.cid, "data-parents": String(c.parents.length) },
       el("td", { class: "lane" }, graphCell(info[i], isHead, isUndone)),
       el("td", {}, cidLink(agent, c.cid)), msg, el("td", { class: "meta", text: meta }), el("td", { class: "meta", text: when(c.time) }));
+    if (!c.cut || c.cut.length === 0) return [row];
+    return [row, el("tr", { class: "cut", "data-cid": c.cid }, el("td", { colspan: "5", text: cutText(log.forgotten) }))];
   });
   const opRows = ops.map(o => el("tr", { class: o.undone ? "op undone-op" : "op" },
     el("td", { text: String(o.seq) }), el("td", { text: o.op + (o.undone ? " (undone)" : "") }),
@@ -142,7 +156,10 @@ function patchView(patch) {
 async function viewCommit(agent, rev) {
   const d = await api("commit?agent=" + encodeURIComponent(agent) + "&rev=" + encodeURIComponent(rev));
   const c = d.commit;
-  const parents = c.parents.map(p => cidLink(agent, p));
+  const cut = c.cut || [];
+  const parents = c.parents.map((p, i) => cut.includes(p)
+    ? el("span", { class: "cut-parent" }, i === 0 && d.parentGone ? el("span", { class: "cid", title: p, text: short(p) }) : cidLink(agent, p), " (forgotten: history cut by forget)")
+    : cidLink(agent, p));
   const changes = d.changes.map(ch => {
     const head = el("h2", {}, el("span", { text: ch.change + " " }),
       ch.new ? el("a", { href: "#/a/" + encodeURIComponent(agent) + "/v/" + encodeURIComponent(c.cid) + "/" + encodeURIComponent(ch.path), class: "key", text: ch.path })
@@ -163,7 +180,9 @@ async function viewCommit(agent, rev) {
       el("tr", {}, el("td", { text: "parents" }), el("td", {}, ...parents.flatMap((p, i) => i ? [" ", p] : [p]))),
       el("tr", {}, el("td", { text: "time" }), el("td", { text: when(c.time) })),
       el("tr", {}, el("td", { text: "bundle hash" }), el("td", { class: "mono", text: c.bundleHash })), ...meta),
-    el("h2", { text: "Changes against the first parent" }), el("div", { id: "changes" }, ...changes));
+    el("h2", { text: "Changes against the first parent" }),
+    d.parentGone ? el("p", { class: "meta cut", id: "parent-gone", text: "The first parent was forgotten (history cut by forget): what this commit changed is not known." })
+                 : el("div", { id: "changes" }, ...changes));
 }
 
 async function viewValue(agent, rev, key) {
