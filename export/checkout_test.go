@@ -96,7 +96,19 @@ func TestCheckoutNeverWritesThroughSymlinks(t *testing.T) {
 	write(t, filepath.Join(dst, "bundle.lock.json"), "{}")
 	write(t, filepath.Join(dst, ".agentstate/MANIFEST"), "store")
 
-	rep, err := export.Checkout(ctx, bs, root, dst)
+	// None of it is the store's: refused, nothing changed.
+	var fe *export.ForeignFilesError
+	if _, err := export.Checkout(ctx, bs, root, dst); !errors.As(err, &fe) || fe.Count != 3 {
+		t.Fatalf("checkout over symlinks and a user's file: %v, want 3 refused", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dst, "skills")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the refused checkout replaced the skills symlink")
+	}
+	if _, err := os.Stat(filepath.Join(dst, "extra/junk.md")); err != nil {
+		t.Fatal("the refused checkout removed extra/junk.md")
+	}
+	// With Force.
+	rep, err := export.CheckoutWith(ctx, bs, root, dst, export.CheckoutOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -264,16 +265,85 @@ type CheckoutReport struct {
 	Written, Unchanged, Removed int
 }
 
+var (
+	// ErrNotOwned: a checkout would overwrite or remove files the store did
+	// not write there (a *ForeignFilesError names them).
+	ErrNotOwned = errors.New("export: files the store did not write are in the way")
+	// ErrGitDir: a checkout would write into, replace or remove a .git.
+	ErrGitDir = errors.New("export: a .git is in the way")
+)
+
+// maxForeignNamed bounds the files a *ForeignFilesError names.
+const maxForeignNamed = 10
+
+// ForeignFilesError is a checkout's refusal to overwrite or remove files it
+// does not own. Nothing was changed.
+type ForeignFilesError struct {
+	Dir   string
+	Count int      // files in the way
+	Paths []string // the first few of them (slash paths under Dir), in order
+}
+
+func (e *ForeignFilesError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Paths {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(p))
+	}
+	if e.Count > len(e.Paths) {
+		fmt.Fprintf(&b, " and %d more", e.Count-len(e.Paths))
+	}
+	what := "files"
+	if e.Count == 1 {
+		what = "file"
+	}
+	return fmt.Sprintf("%v: refusing to check out into %s: %d %s there that this store did not write (and that differ from the checkout) would be overwritten or removed: %s; nothing was changed",
+		ErrNotOwned, e.Dir, e.Count, what, b.String())
+}
+
+func (e *ForeignFilesError) Unwrap() error { return ErrNotOwned }
+
+// isGit reports whether a file name is .git (in any letter case: some file
+// systems ignore it).
+func isGit(name string) bool { return strings.EqualFold(name, ".git") }
+
+// hasGitSegment reports whether a key names something at or under a .git.
+func hasGitSegment(key string) bool {
+	for seg := range strings.SplitSeq(key, "/") {
+		if isGit(seg) {
+			return true
+		}
+	}
+	return false
+}
+
 // Checkout makes dir hold exactly the files of tree: it creates dir if
 // needed, writes missing or different files (atomically, mode 0644), removes
 // files and directories the tree lacks, and never writes through a symlink:
 // a symlink where the tree needs a directory or file is removed first.
 //
-// Agentstate stores are left alone: a store anywhere inside dir (IsStoreDir)
-// and anything named .agentstate at its top are neither removed nor emptied,
-// nor are the directories that lead to them; a tree whose files would land in a store, or
-// replace a directory holding one, is refused with ErrInStore before
+// A checkout owns only what it wrote. Before anything changes it looks at
+// every file in dir that it would overwrite or remove; each must hold what
+// the tree wants there already, or be a file the store wrote or read there
+// and unchanged since (the directory's stat cache, CheckoutOptions.Cache,
+// records those). Anything else — a user's file, a symlink, a file changed
+// since the store wrote it — is refused with a *ForeignFilesError
+// (ErrNotOwned) naming them, and nothing is changed, unless
+// CheckoutOptions.Force. Checkout has no stat cache: into a directory that
+// is not empty it replaces only files identical to the tree's.
+//
+// Whatever the options, a .git (a directory or file of that name at any
+// depth) is never written into, replaced or removed: a tree file at or under
+// one must already be there, identical, or the checkout is refused with
+// ErrGitDir before anything is written. Agentstate stores are left alone
+// too: a store anywhere inside dir (IsStoreDir) and anything named
+// .agentstate at its top are neither removed nor emptied, nor are the
+// directories that lead to them; a tree whose files would land in a store,
+// or replace a directory holding one, is refused with ErrInStore before
 // anything is written, and so is a dir that is or sits inside a store.
+// Empty directories the tree lacks that were empty before are left alone.
 func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir string) (CheckoutReport, error) {
 	return CheckoutWith(ctx, bs, tree, dir, CheckoutOptions{})
 }
@@ -282,14 +352,34 @@ func Checkout(ctx context.Context, bs objects.BlockStore, tree objects.CID, dir 
 type CheckoutOptions struct {
 	// Cache, when set, is the directory's stat cache (the one ImportDir
 	// keeps, see statcache.go). A file whose stat the cache trusts, with the
-	// value the tree wants, is unchanged without being read; after a
-	// successful checkout the cache records every file of the tree (stat and
-	// value) and the tree, so the next ImportDir does not read them again
-	// once their mtimes are older than the racy window. Checkout assumes
-	// nothing else writes in dir while it runs.
+	// value the tree wants, is unchanged without being read; a file the
+	// cache records, unchanged since, is the store's to replace or remove;
+	// after a successful checkout the cache records every file of the tree
+	// (stat and value) and the tree, so the next ImportDir does not read
+	// them again once their mtimes are older than the racy window, and the
+	// next checkout may replace them. Checkout assumes nothing else writes
+	// in dir while it runs.
 	Cache MetaStore
+	// Force lets the checkout overwrite and remove files the store did not
+	// write (never a .git or a store, nor anything outside dir).
+	Force bool
 	// RacyWindow replaces the package's RacyWindow when positive (tests).
 	RacyWindow time.Duration
+}
+
+// checkoutJob is one file of the tree and what is at its place on disk.
+type checkoutJob struct {
+	key, dst string
+	v        objects.CID
+	same     bool // dst is a regular file holding v already
+	exists   bool // something that is not a directory is at dst
+	dirInWay bool // a directory is at dst
+}
+
+// diskEntry is something on disk the tree does not want.
+type diskEntry struct {
+	key, path string
+	regular   bool
 }
 
 // CheckoutWith is Checkout with options.
@@ -315,11 +405,7 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 	}
 	want := map[string]bool{}
 	wantDirs := map[string]bool{}
-	type job struct {
-		key, dst string
-		v        objects.CID
-	}
-	var jobs []job
+	var jobs []checkoutJob
 	for e, err := range t.Entries(ctx, "") {
 		if err != nil {
 			return rep, err
@@ -335,7 +421,7 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 		if !strings.HasPrefix(dst, root+string(filepath.Separator)) {
 			return rep, fmt.Errorf("%w: key %q", ErrEscapes, e.Key)
 		}
-		jobs = append(jobs, job{e.Key, dst, e.Value})
+		jobs = append(jobs, checkoutJob{key: e.Key, dst: dst, v: e.Value})
 	}
 	// Nothing is written until no file or directory of the tree is found to
 	// lead into a store on disk.
@@ -359,6 +445,14 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 	if err != nil {
 		return rep, err
 	}
+	old := loadStatCache(opts.Cache, root)
+	var cached atomic.Int64
+	remove, emptied, err := planCheckout(ctx, bs, root, dir, jobs, want, wantDirs, old, window, opts.Force, &cached)
+	if err != nil {
+		return rep, err
+	}
+
+	// The plan holds: change the directory.
 	_, statErr := os.Lstat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rep, fmt.Errorf("export: creating %s: %w", dir, err)
@@ -368,36 +462,49 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 			return rep, err
 		}
 	}
+	for _, e := range remove {
+		if err := os.Remove(e.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return rep, fmt.Errorf("export: removing %s: %w", e.path, err)
+		}
+		rep.Removed++
+	}
+	// Directories the removals emptied, deepest first; one still holding
+	// something kept (a store, a .git, an empty directory) stays.
+	for _, p := range emptied {
+		if os.Remove(p) == nil {
+			rep.Removed++
+		}
+	}
+	for i := range jobs {
+		if j := &jobs[i]; j.dirInWay {
+			// Everything in it was planned for removal; what is left, if
+			// anything, is empty directories.
+			if _, err := os.Lstat(j.dst); err != nil {
+				continue
+			}
+			if err := os.RemoveAll(j.dst); err != nil {
+				return rep, fmt.Errorf("export: replacing directory %s with a file: %w", j.dst, err)
+			}
+			rep.Removed++
+		}
+	}
 	for _, d := range dirs {
 		if err := ensureDirs(root, d); err != nil {
 			return rep, err
 		}
 	}
-	old := loadStatCache(opts.Cache, root)
-	// Compare and write files in parallel: each job touches its own path.
-	var written, unchanged, cached atomic.Int64
+	// Write files in parallel: each job touches its own path.
+	var written atomic.Int64
 	err = parallel(ctx, len(jobs), func(i int) error {
 		j := jobs[i]
-		same, exists, err := sameContent(ctx, bs, j.dst, j.v, func(st fileStat) bool {
-			v, ok := old.trusted(j.key, st, window)
-			ok = ok && v == j.v
-			if ok {
-				cached.Add(1)
-			}
-			return ok
-		})
-		if err != nil {
-			return err
-		}
-		if same {
-			unchanged.Add(1)
+		if j.same {
 			return nil
 		}
 		data, err := objects.ReadValue(ctx, bs, j.v)
 		if err != nil {
 			return fmt.Errorf("export: value of %q: %w", j.key, err)
 		}
-		if exists {
+		if j.exists {
 			err = writeAtomic(j.dst, data)
 		} else {
 			err = writeNew(j.dst, data)
@@ -408,52 +515,14 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 		written.Add(1)
 		return nil
 	})
-	rep.Written, rep.Unchanged = int(written.Load()), int(unchanged.Load())
+	rep.Written = int(written.Load())
+	for _, j := range jobs {
+		if j.same {
+			rep.Unchanged++
+		}
+	}
 	if err != nil {
 		return rep, err
-	}
-	// Remove what the tree lacks, deepest first.
-	var extra, keep []string
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		key := filepath.ToSlash(rel)
-		if reserved := filepath.Dir(p) == root && strings.EqualFold(d.Name(), StoreDirName); reserved || d.IsDir() && IsStoreDir(p) {
-			if !d.IsDir() {
-				return nil
-			}
-			keep = append(keep, p)
-			return filepath.SkipDir
-		}
-		if d.IsDir() {
-			if !wantDirs[key] {
-				extra = append(extra, p)
-			}
-			return nil
-		}
-		if !want[key] && !objects.IsDerived(key) {
-			extra = append(extra, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return rep, fmt.Errorf("export: scanning %s: %w", dir, err)
-	}
-	// A directory that leads to a kept store stays.
-	extra = slices.DeleteFunc(extra, func(p string) bool {
-		return slices.ContainsFunc(keep, func(k string) bool { return strings.HasPrefix(k, p+string(filepath.Separator)) })
-	})
-	slices.Reverse(extra)
-	for _, p := range extra {
-		if err := os.RemoveAll(p); err != nil {
-			return rep, fmt.Errorf("export: removing %s: %w", p, err)
-		}
-		rep.Removed++
 	}
 	if opts.Cache != nil && !(old != nil && old.tree == tree && len(old.entries) == len(jobs) && int(cached.Load()) == len(jobs)) {
 		// Every file was just written or compared; record their stats, each
@@ -478,6 +547,210 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 		}
 	}
 	return rep, nil
+}
+
+// planCheckout looks at what is on disk under root, changing nothing: it
+// marks each job same, exists or dirInWay, and returns the entries the tree
+// lacks that are to be removed and the directories their removal may empty
+// (deepest first). It refuses, before anything changes, a tree file that
+// would go into, replace or remove a .git, and (unless force) any file that
+// would be overwritten or removed but is neither identical to the tree's
+// nor the store's own (recorded by old and unchanged since).
+func planCheckout(ctx context.Context, bs objects.BlockStore, root, dir string, jobs []checkoutJob, want, wantDirs map[string]bool,
+	old *statCache, window time.Duration, force bool, cached *atomic.Int64) (remove []diskEntry, emptied []string, err error) {
+	var (
+		extras    []diskEntry
+		extraDirs = map[string]bool{} // keys of directories the tree lacks
+		realDirs  = map[string]bool{} // keys of real directories on disk
+		gits      []string            // keys of every .git on disk
+	)
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root && errors.Is(err, fs.ErrNotExist) {
+				return filepath.SkipAll
+			}
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		key := filepath.ToSlash(rel)
+		if reserved := filepath.Dir(p) == root && strings.EqualFold(d.Name(), StoreDirName); reserved || d.IsDir() && IsStoreDir(p) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		underGit := hasGitSegment(key)
+		if isGit(d.Name()) {
+			gits = append(gits, key)
+		}
+		if d.IsDir() {
+			// A .git's directories are walked only so that a tree file
+			// identical to one of its files is found; nothing in it is
+			// ever planned for removal.
+			realDirs[key] = true
+			if !wantDirs[key] && !underGit {
+				extraDirs[key] = true
+			}
+			return nil
+		}
+		if underGit || want[key] || objects.IsDerived(key) {
+			return nil
+		}
+		extras = append(extras, diskEntry{key: key, path: p, regular: d.Type().IsRegular()})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("export: scanning %s: %w", dir, err)
+	}
+	// parentsReal: every directory above key is a real directory on disk
+	// (not a symlink or a file, which the checkout replaces), so what Lstat
+	// finds at key is inside dir.
+	parentsReal := func(key string) bool {
+		for d := path.Dir(key); d != "."; d = path.Dir(d) {
+			if !realDirs[d] {
+				return false
+			}
+		}
+		return true
+	}
+	// owned: the stat cache records key, and the file is what it recorded
+	// (by its stat, or else by its content).
+	owned := func(key, p string, st fileStat, sum *[32]byte) bool {
+		if old == nil {
+			return false
+		}
+		e, ok := old.lookup(key)
+		if !ok {
+			return false
+		}
+		if _, ok := old.trusted(key, st, window); ok {
+			return true
+		}
+		if sum == nil {
+			s, err := FileSHA256(p)
+			if err != nil {
+				return false
+			}
+			sum = &s
+		}
+		rec, err := objects.ContentSHA256(ctx, bs, e.value)
+		return err == nil && rec == *sum
+	}
+	var (
+		mu      sync.Mutex
+		foreign []string
+	)
+	addForeign := func(key string) {
+		mu.Lock()
+		foreign = append(foreign, key)
+		mu.Unlock()
+	}
+	gitErr := func(key, what string) error {
+		return fmt.Errorf("%w: refusing to check out into %s: the tree's file %q %s; a checkout never writes into, replaces or removes a .git; nothing was changed", ErrGitDir, dir, key, what)
+	}
+	err = parallel(ctx, len(jobs)+len(extras), func(i int) error {
+		if i >= len(jobs) {
+			x := extras[i-len(jobs)]
+			if !x.regular {
+				addForeign(x.key)
+				return nil
+			}
+			fi, err := os.Lstat(x.path)
+			if err != nil {
+				return fmt.Errorf("export: %s: %w", x.path, err)
+			}
+			if !fi.Mode().IsRegular() || !owned(x.key, x.path, fileStatOf(fi), nil) {
+				addForeign(x.key)
+			}
+			return nil
+		}
+		j := &jobs[i]
+		git := hasGitSegment(j.key)
+		if !parentsReal(j.key) {
+			if git {
+				return gitErr(j.key, "would create a .git or write into one")
+			}
+			return nil // nothing there yet
+		}
+		fi, err := os.Lstat(j.dst)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if git {
+				return gitErr(j.key, "would be written into a .git")
+			}
+			return nil
+		case err != nil:
+			return fmt.Errorf("export: %s: %w", j.dst, err)
+		case fi.IsDir():
+			if git {
+				return gitErr(j.key, "would replace a directory in a .git")
+			}
+			for _, g := range gits {
+				if strings.HasPrefix(g, j.key+"/") {
+					return gitErr(j.key, fmt.Sprintf("would replace a directory holding the .git %q", g))
+				}
+			}
+			j.dirInWay = true
+			return nil
+		case !fi.Mode().IsRegular():
+			if git {
+				return gitErr(j.key, "would replace something in a .git")
+			}
+			j.exists = true
+			addForeign(j.key)
+			return nil
+		}
+		j.exists = true
+		st := fileStatOf(fi)
+		if v, ok := old.trusted(j.key, st, window); ok && v == j.v {
+			cached.Add(1)
+			j.same = true
+			return nil
+		}
+		wantSum, err := objects.ContentSHA256(ctx, bs, j.v)
+		if err != nil {
+			return err
+		}
+		got, err := FileSHA256(j.dst)
+		if err != nil {
+			return err
+		}
+		if got == wantSum {
+			j.same = true
+			return nil
+		}
+		if git {
+			return gitErr(j.key, "differs from the file in the .git on disk")
+		}
+		if !owned(j.key, j.dst, st, &got) {
+			addForeign(j.key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(foreign) > 0 && !force {
+		slices.Sort(foreign)
+		return nil, nil, &ForeignFilesError{Dir: dir, Count: len(foreign), Paths: foreign[:min(len(foreign), maxForeignNamed)]}
+	}
+	// Every extra is the store's, or force: remove them all, then the
+	// directories the tree lacks that held them, deepest first.
+	slices.SortFunc(extras, func(a, b diskEntry) int { return strings.Compare(a.key, b.key) })
+	parents := map[string]bool{}
+	for _, x := range extras {
+		for d := path.Dir(x.key); d != "." && extraDirs[d] && !parents[d]; d = path.Dir(d) {
+			parents[d] = true
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(parents)) {
+		emptied = append(emptied, filepath.Join(root, filepath.FromSlash(d)))
+	}
+	slices.Reverse(emptied) // a directory sorts before what it holds
+	return extras, emptied, nil
 }
 
 // ensureDirs makes every directory of rel under root a real directory,
@@ -508,40 +781,6 @@ func ensureDirs(root, rel string) error {
 		}
 	}
 	return nil
-}
-
-// sameContent reports whether p is a regular file holding exactly v's
-// content (trusted, given its stat, or read and compared), and whether
-// anything exists at p (a directory in the way is removed).
-func sameContent(ctx context.Context, bs objects.BlockStore, p string, v objects.CID, trusted func(fileStat) bool) (same, exists bool, err error) {
-	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, false, nil
-	}
-	if err != nil {
-		return false, false, err
-	}
-	if !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			if err := os.RemoveAll(p); err != nil {
-				return false, false, fmt.Errorf("export: replacing directory %s with a file: %w", p, err)
-			}
-			return false, false, nil
-		}
-		return false, true, nil
-	}
-	if trusted(fileStatOf(fi)) {
-		return true, true, nil
-	}
-	want, err := objects.ContentSHA256(ctx, bs, v)
-	if err != nil {
-		return false, true, err
-	}
-	got, err := FileSHA256(p)
-	if err != nil {
-		return false, true, err
-	}
-	return got == want, true, nil
 }
 
 // chmodNew gives a directory export made mode 0755 whatever the umask, as

@@ -3,6 +3,7 @@ package export_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -231,14 +232,19 @@ func TestCheckoutRoundTrip(t *testing.T) {
 	if err != nil || rep.Unchanged != res.Files || rep.Written != 0 {
 		t.Fatalf("second checkout: %+v, %v; want all unchanged", rep, err)
 	}
-	// An edited file is rewritten, an extra one removed.
+	// An edited file and an extra one are the user's: refused, then, with
+	// Force, the edited file is rewritten and the extra one removed.
 	if err := os.WriteFile(filepath.Join(out, "system.md"), []byte("tampered"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(out, "extra.md"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = export.Checkout(ctx, bs, res.Tree, out)
+	var fe *export.ForeignFilesError
+	if _, err = export.Checkout(ctx, bs, res.Tree, out); !errors.As(err, &fe) || fe.Count != 2 {
+		t.Fatalf("checkout over edits: %v, want a ForeignFilesError naming 2 files", err)
+	}
+	rep, err = export.CheckoutWith(ctx, bs, res.Tree, out, export.CheckoutOptions{Force: true})
 	if err != nil || rep.Written != 1 || rep.Removed != 1 {
 		t.Fatalf("third checkout: %+v, %v; want 1 written, 1 removed", rep, err)
 	}

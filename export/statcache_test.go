@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -121,7 +122,13 @@ func TestCheckoutTrustsStatCache(t *testing.T) {
 	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = export.CheckoutWith(ctx, bs, res.Tree, dir, export.CheckoutOptions{Cache: cache})
+	// The rewrite is seen: the file is no longer what the store wrote, so
+	// it is refused, and rewritten with Force.
+	var fe *export.ForeignFilesError
+	if _, err = export.CheckoutWith(ctx, bs, res.Tree, dir, export.CheckoutOptions{Cache: cache}); !errors.As(err, &fe) || fe.Count != 1 || fe.Paths[0] != "system.md" {
+		t.Fatalf("checkout after a same-size, same-mtime rewrite: %v; want system.md refused", err)
+	}
+	rep, err = export.CheckoutWith(ctx, bs, res.Tree, dir, export.CheckoutOptions{Cache: cache, Force: true})
 	if err != nil || rep.Written != 1 {
 		t.Fatalf("checkout after a same-size, same-mtime rewrite: %+v %v; want 1 written", rep, err)
 	}

@@ -124,7 +124,7 @@ func TestCheckoutLeavesStoresAlone(t *testing.T) {
 	fakeStore(t, filepath.Join(dst, ".agentstate"))
 	write(t, filepath.Join(dst, "only/path/junk.md"), "junk")
 	write(t, filepath.Join(dst, "extra.md"), "extra")
-	rep, err := export.Checkout(ctx, bs, root, dst)
+	rep, err := export.CheckoutWith(ctx, bs, root, dst, export.CheckoutOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ var racyWindow time.Duration
 // dirState serialises the tasks of one working directory.
 type dirState struct {
 	sem chan struct{} // one task per directory at a time
+	// owned: a checkout of this runtime made the directory (held under sem).
+	owned bool
 }
 
 func (rt *Runtime) dir(abs string) *dirState {
@@ -37,7 +39,13 @@ type DirStats struct {
 //
 // Before fn runs, dir is made to hold exactly the agent's HEAD (created if
 // missing; files the tree lacks are removed, bundle.lock.json and
-// receipts.ndjson excepted). After fn returns nil, the directory is scanned
+// receipts.ndjson excepted). The first task in a directory (for this
+// runtime) replaces and removes only what the store wrote there (the stat
+// cache below records it) or files identical to HEAD's: any other file in
+// the way fails the task before anything changes (export.ErrNotOwned,
+// naming the files), so a directory that is not the runtime's is never
+// emptied. A .git there is never touched, and a HEAD holding one is
+// refused (export.ErrGitDir). After fn returns nil, the directory is scanned
 // and committed as one commit of the task (message "task ID: directory"),
 // which then lands exactly as a RunTask task does (merge, conflict, receipt,
 // snapshot). The checkout and the scan share the directory's stat cache,
@@ -50,9 +58,10 @@ type DirStats struct {
 // skipped and listed in the returned stats.
 //
 // One directory serves one task at a time: a second RunDirTask on the same
-// directory waits for the first (or for ctx). The directory belongs to the
-// runtime between tasks: edits made outside a task are undone by the next
-// task's checkout. A failed task leaves its edits on disk until then.
+// directory waits for the first (or for ctx). Once a task's checkout has
+// made it, the directory belongs to the runtime between tasks: edits made
+// outside a task are undone by the next task's checkout. A failed task
+// leaves its edits on disk until then.
 func (rt *Runtime) RunDirTask(ctx context.Context, agent string, task Task, dir string, fn func(ctx context.Context, dir string) error) (*Receipt, DirStats, error) {
 	var stats DirStats
 	if err := refs.ValidateAgent(agent); err != nil {
@@ -87,10 +96,11 @@ func (rt *Runtime) RunDirTask(ctx context.Context, agent string, task Task, dir 
 	if err != nil {
 		return nil, stats, err
 	}
-	if err := rt.prepareDir(ctx, abs, tx.start, tx.startTree); err != nil {
+	if err := rt.prepareDir(ctx, abs, tx.start, tx.startTree, ds.owned); err != nil {
 		tx.finish()
 		return nil, stats, err
 	}
+	ds.owned = true
 	if err := runFn(ctx, task, func() error { return fn(ctx, abs) }); err != nil {
 		tx.finish()
 		return nil, stats, err
@@ -120,8 +130,10 @@ func (rt *Runtime) RunDirTask(ctx context.Context, agent string, task Task, dir 
 
 // prepareDir makes abs hold the tree of commit. Files the stat cache
 // trusts are not read; the cache then records every file of the tree.
-func (rt *Runtime) prepareDir(ctx context.Context, abs string, commit, tree objects.CID) error {
-	opts := export.CheckoutOptions{Cache: rt.repo.StatCache(), RacyWindow: racyWindow}
+// owned: this runtime made the directory before, so what is in it is its
+// own (export.CheckoutOptions.Force).
+func (rt *Runtime) prepareDir(ctx context.Context, abs string, commit, tree objects.CID, owned bool) error {
+	opts := export.CheckoutOptions{Cache: rt.repo.StatCache(), RacyWindow: racyWindow, Force: owned}
 	if _, err := export.CheckoutWith(ctx, rt.repo.Blocks, tree, abs, opts); err != nil {
 		return fmt.Errorf("runtime: materialising %s into %s: %w", short(commit), abs, err)
 	}

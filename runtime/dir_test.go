@@ -273,3 +273,59 @@ func TestDirTaskAfterGC(t *testing.T) {
 		t.Fatalf("verify after gc and a directory task: %v %v", vr.Problems, err)
 	}
 }
+
+// The first task in a directory that is not the runtime's (a project with
+// a .git and files of its own) fails before anything changes and before
+// the task runs; a directory the runtime made before, in a runtime opened
+// again on the same store, is its own (the stat cache says so).
+func TestDirTaskFirstCheckoutOwnsOnlyItsFiles(t *testing.T) {
+	ctx := context.Background()
+	store := filepath.Join(t.TempDir(), "store")
+	rt := openTest(t, Options{Store: store})
+	rt.RunTask(ctx, "a", Task{ID: "seed"}, put("system.md", "sys"))
+	proj := t.TempDir()
+	for name, content := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", "main.go": "package main\n"} {
+		p := filepath.Join(proj, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := false
+	_, _, err := rt.RunDirTask(ctx, "a", Task{ID: "d0"}, proj, func(ctx context.Context, dir string) error {
+		ran = true
+		return nil
+	})
+	if !errors.Is(err, export.ErrNotOwned) || ran {
+		t.Fatalf("first task in a project directory: %v (ran %v), want ErrNotOwned", err, ran)
+	}
+	for _, name := range []string{".git/HEAD", "main.go"} {
+		if _, err := os.Stat(filepath.Join(proj, name)); err != nil {
+			t.Fatalf("%s gone: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(proj, "system.md")); err == nil {
+		t.Fatal("the refused checkout wrote system.md")
+	}
+
+	work := filepath.Join(t.TempDir(), "brain")
+	if _, _, err := rt.RunDirTask(ctx, "a", Task{ID: "d1"}, work, func(ctx context.Context, dir string) error {
+		return os.WriteFile(filepath.Join(dir, "notes.md"), []byte("n"), 0o644)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rt.RunTask(ctx, "a", Task{ID: "kv"}, put("system.md", "sys 2"))
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rt2 := openTest(t, Options{Store: store})
+	_, _, err = rt2.RunDirTask(ctx, "a", Task{ID: "d2"}, work, func(ctx context.Context, dir string) error {
+		if b, _ := os.ReadFile(filepath.Join(dir, "system.md")); string(b) != "sys 2" {
+			return errors.New("directory does not follow HEAD")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a reopened runtime in the directory it made: %v", err)
+	}
+}

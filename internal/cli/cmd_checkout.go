@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -9,7 +10,10 @@ import (
 )
 
 func newCheckoutCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "checkout", Usage: "make DIR exactly REV's state (HEAD does not move)", ArgsUsage: "REV DIR", Action: e.runCheckout}
+	return &cli.Command{Name: "checkout", Usage: "make DIR exactly REV's state (HEAD does not move)", ArgsUsage: "REV DIR",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "force", Aliases: []string{"f"},
+			Usage: "also overwrite and remove files in DIR that the store did not write (never a .git or a store)"}},
+		Action: e.runCheckout}
 }
 
 func (e *env) runCheckout(c *cli.Context) error {
@@ -22,9 +26,17 @@ func (e *env) runCheckout(c *cli.Context) error {
 			return err
 		}
 		dir := c.Args().Get(1)
-		// export.Checkout refuses a target inside any store, and a tree that
-		// would write into one, saying which (export.ErrInStore).
-		rep, err := export.Checkout(e.ctx, r.Blocks, cm.Tree, e.path(dir))
+		// export.CheckoutWith refuses a target inside any store, a tree that
+		// would write into one (export.ErrInStore) or into a .git
+		// (export.ErrGitDir), and, unless --force, any file in the way that
+		// the store did not write there: the directory's stat cache (kept in
+		// the store, as commit DIR and the runtime keep it) records what it
+		// wrote, so the next checkout into DIR may replace it.
+		opts := export.CheckoutOptions{Cache: r.StatCache(), Force: c.Bool("force")}
+		rep, err := export.CheckoutWith(e.ctx, r.Blocks, cm.Tree, e.path(dir), opts)
+		if errors.Is(err, export.ErrNotOwned) {
+			return fmt.Errorf("%w (move them away, or run checkout --force to overwrite and remove them; a .git and stores are never touched)", err)
+		}
 		if err != nil {
 			return err
 		}
