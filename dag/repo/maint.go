@@ -67,6 +67,13 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 	for _, p := range problems {
 		rep.Problems = append(rep.Problems, p.Error())
 	}
+	bad, err := r.BadTags(ctx, "")
+	if err != nil {
+		return rep, err
+	}
+	for _, b := range bad {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("tag record %q of agent %q: %s; it names no commit (agentstate tag -d removes it)", b.Name, b.Agent, b.Problem))
+	}
 	return rep, nil
 }
 

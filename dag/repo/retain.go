@@ -324,17 +324,26 @@ func (r *Repo) setTag(ctx context.Context, agent, name string, c objects.CID, mo
 	return r.Storage.SetMeta(ctx, tagName(agent, name), []byte(c.String()))
 }
 
-// DeleteTag removes a tag; it is not an error if there is none.
+// DeleteTag removes a tag, and only it; it is not an error if there is
+// none. A damaged record (BadTags: a name no tag may have, a value that is
+// no CID) is removed by its name as well.
 func (r *Repo) DeleteTag(ctx context.Context, agent, name string) (bool, error) {
-	if err := refs.ValidateAgent(name); err != nil {
-		return false, fmt.Errorf("tag name: %w", err)
+	nameErr := refs.ValidateAgent(name)
+	if name == "" || agent == "" {
+		return false, fmt.Errorf("tag name: %w", nameErr)
 	}
 	defer r.moves.lock(agent)()
 	_, ok, err := r.Storage.GetMeta(ctx, tagName(agent, name))
-	if err != nil || !ok {
+	if err != nil {
 		return false, err
 	}
-	return true, r.Storage.DeleteMetaPrefix(ctx, tagName(agent, name))
+	if !ok {
+		if nameErr != nil {
+			return false, fmt.Errorf("tag name: %w", nameErr)
+		}
+		return false, nil
+	}
+	return true, r.deleteMeta(ctx, tagName(agent, name))
 }
 
 // Tag is a named commit.
@@ -343,7 +352,8 @@ type Tag struct {
 	Commit objects.CID `json:"commit"`
 }
 
-// Tags returns agent's tags ("" for every agent's), in name order.
+// Tags returns agent's tags ("" for every agent's), in name order. A record
+// under tag/ that names no tag is left out (BadTags).
 func (r *Repo) Tags(ctx context.Context, agent string) (map[string][]Tag, error) {
 	prefix := "tag/"
 	if agent != "" {
@@ -351,16 +361,11 @@ func (r *Repo) Tags(ctx context.Context, agent string) (map[string][]Tag, error)
 	}
 	out := map[string][]Tag{}
 	err := r.Storage.MetaPrefix(ctx, prefix, func(name string, v []byte) error {
-		rest := strings.TrimPrefix(name, "tag/")
-		a, n, ok := strings.Cut(rest, "/")
-		if !ok || (agent != "" && a != agent) || strings.Contains(n, "/") {
-			return nil
+		a, t, bad := parseTag(name, v)
+		if bad != nil || (agent != "" && a != agent) {
+			return nil // no tag (BadTags lists it): it protects nothing and breaks nothing
 		}
-		c, err := objects.ParseCID(string(v))
-		if err != nil {
-			return fmt.Errorf("repo: tag %s of %s: %w", n, a, err)
-		}
-		out[a] = append(out[a], Tag{Name: n, Commit: c})
+		out[a] = append(out[a], t)
 		return nil
 	})
 	return out, err

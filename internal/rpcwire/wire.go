@@ -98,6 +98,7 @@ type Req struct {
 	Prefix []byte   `cbor:"12,keyasint,omitempty"`
 	DryRun bool     `cbor:"13,keyasint,omitempty"`
 	Agents []string `cbor:"14,keyasint,omitempty"`
+	Exact  bool     `cbor:"15,keyasint,omitempty"` // DeleteMetaPrefix: the one record named, not a prefix
 }
 
 // Block is a CID and its bytes.

@@ -655,6 +655,14 @@ func (s *Store) MetaPrefix(ctx context.Context, prefix string, fn func(name stri
 	})
 }
 
+// DeleteMeta removes the metadata record named name, if there is one.
+func (s *Store) DeleteMeta(ctx context.Context, name string) error {
+	if err := s.checkWrite(64); err != nil {
+		return err
+	}
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(metaKey(name)) })
+}
+
 // DeleteMetaPrefix removes every metadata record whose name starts with prefix.
 func (s *Store) DeleteMetaPrefix(ctx context.Context, prefix string) error {
 	var names []string

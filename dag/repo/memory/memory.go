@@ -165,6 +165,14 @@ func (s *Storage) MetaPrefix(ctx context.Context, prefix string, fn func(name st
 	return nil
 }
 
+// DeleteMeta removes the metadata record named name, if there is one.
+func (s *Storage) DeleteMeta(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.meta, name)
+	return nil
+}
+
 // DeleteMetaPrefix removes every metadata record whose name starts with
 // prefix.
 func (s *Storage) DeleteMetaPrefix(ctx context.Context, prefix string) error {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -194,12 +193,16 @@ var calls = map[string]call{
 		}
 		return send(&rpcwire.Resp{Data: v, OK: ok})
 	},
+	// SetMeta and DeleteMetaPrefix write only the records clients may
+	// write, each checked (repo.CheckClientMeta): a tag names a commit this
+	// store holds, a bundle hash is the tree's, and so on. Checkpoints and
+	// keys change only through their own calls; the store's format never.
 	rpcwire.RPCSetMeta: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
 		if err := metaArg(q.Name, false); err != nil {
 			return err
 		}
-		if q.Name == formatMeta || strings.HasPrefix(q.Name, checkpointMeta) {
-			return badRequest("meta record %q is the store's own", q.Name)
+		if err := s.r.CheckClientMeta(ctx, q.Name, q.Value); err != nil {
+			return badRequest("%v", err)
 		}
 		if err := s.r.Storage.SetMeta(ctx, q.Name, q.Value); err != nil {
 			return err
@@ -218,10 +221,14 @@ var calls = map[string]call{
 		if err := metaArg(q.Name, false); err != nil {
 			return err
 		}
-		if strings.HasPrefix(formatMeta, q.Name) || strings.HasPrefix(checkpointMeta, q.Name) || strings.HasPrefix(q.Name, checkpointMeta) {
-			return badRequest("prefix %q covers meta records that are the store's own (%q, %q...)", q.Name, formatMeta, checkpointMeta)
+		if err := repo.CheckClientMetaDelete(q.Name, q.Exact); err != nil {
+			return badRequest("%v", err)
 		}
-		if err := s.r.Storage.DeleteMetaPrefix(ctx, q.Name); err != nil {
+		d, ok := s.r.Storage.(repo.MetaDeleter)
+		if !ok {
+			return fmt.Errorf("this store cannot delete one meta record")
+		}
+		if err := d.DeleteMeta(ctx, q.Name); err != nil {
 			return err
 		}
 		return send(&rpcwire.Resp{OK: true})
@@ -373,16 +380,6 @@ func cidArg(b []byte) (objects.CID, error) {
 
 // maxCutLinks bounds one AdoptCuts request.
 const maxCutLinks = 1 << 16
-
-// formatMeta is the meta record in which the Badger store keeps its format
-// version (internal/store): without it the store no longer opens, so no
-// client may overwrite or delete it.
-const formatMeta = "format"
-
-// checkpointMeta prefixes the forget checkpoints (dag/repo): only the
-// server's own Forget writes them, since a checkpoint decides what gc
-// deletes.
-const checkpointMeta = "checkpoint/"
 
 // commitArg checks the commit a remote HEAD move names: a commit this store
 // holds (not a value or a tree node), whose tree root and parents it holds

@@ -478,6 +478,12 @@ func (c *Client) DeleteMetaPrefix(ctx context.Context, prefix string) error {
 	return err
 }
 
+// DeleteMeta removes the one meta record named name (repo.MetaDeleter).
+func (c *Client) DeleteMeta(ctx context.Context, name string) error {
+	_, err := c.invoke(ctx, rpcwire.RPCDeleteMeta, &rpcwire.Req{Name: name, Exact: true})
+	return err
+}
+
 // Status asks the server who holds the store.
 func (c *Client) Status(ctx context.Context) (*rpcwire.Status, error) {
 	r, err := c.invoke(ctx, rpcwire.RPCStatus, &rpcwire.Req{})

@@ -340,14 +340,10 @@ func TestFormatRecordProtected(t *testing.T) {
 		wantCode(t, "DeleteMetaPrefix "+p, c.DeleteMetaPrefix(ctx, p), rpcwire.CodeBadRequest)
 	}
 	unharmed(t, local, c, before)
-	// Other names, including ones that begin as it does, are the client's.
+	// Nor are names no rule admits (metadata_test.go has the rules).
 	for _, name := range []string{"formats/x", "formatx", "fx"} {
-		if err := c.SetMeta(ctx, name, []byte("v")); err != nil {
-			t.Fatalf("SetMeta %s: %v", name, err)
-		}
-		if err := c.DeleteMetaPrefix(ctx, name); err != nil {
-			t.Fatalf("DeleteMetaPrefix %s: %v", name, err)
-		}
+		wantCode(t, "SetMeta "+name, c.SetMeta(ctx, name, []byte("v")), rpcwire.CodeBadRequest)
+		wantCode(t, "DeleteMetaPrefix "+name, c.DeleteMetaPrefix(ctx, name), rpcwire.CodeBadRequest)
 	}
 	if after := stateOf(t, local, "lumen"); after != before {
 		t.Fatalf("set and deleted meta records remain:\n%s", after)

@@ -209,6 +209,20 @@ func Meta(t *testing.T, newStore func(t *testing.T) MetaStore) {
 			t.Fatalf("%s was deleted with prefix p/", n)
 		}
 	}
+	// DeleteMeta (an optional ability) deletes the record named, not the
+	// records it is a prefix of.
+	if d, ok := s.(interface {
+		DeleteMeta(ctx context.Context, name string) error
+	}); ok {
+		must(t, d.DeleteMeta(ctx, "p"))
+		must(t, d.DeleteMeta(ctx, "q"))
+		if _, ok, _ := s.GetMeta(ctx, "q"); ok {
+			t.Fatal("q survived DeleteMeta")
+		}
+		if _, ok, _ := s.GetMeta(ctx, "pp"); !ok {
+			t.Fatal("DeleteMeta(p) deleted pp")
+		}
+	}
 }
 
 func must(t *testing.T, err error) {
