@@ -372,6 +372,51 @@ func (v *pendingView) Put(context.Context, ...objects.Block) error {
 	return errors.New("sync: the check's view is read-only")
 }
 
+// Transfer is what Transfer did: the blocks moved, the HEAD move, the
+// receipt lines added.
+type Transfer struct {
+	Stats    SyncStats
+	HEAD     Integration
+	Receipts int
+}
+
+// Transfer brings src's agent from into r's agent to (clone, pull, send):
+// it reads src's HEAD, copies the history (Fetch, every block checked),
+// reads src's receipts for the agent when from is to (ReadReceipts: every
+// line checked, bounded), and only then records the cut links (AdoptCuts),
+// moves HEAD (Integrate: op, ffOnly, note) and adds the receipts, the keys
+// that verify them learned from note (AddReceipts). A transfer refused
+// before the HEAD move changes no HEAD, receipt, key or checkpoint (blocks
+// that arrived stay unreferenced; gc takes them).
+func (r *Repo) Transfer(ctx context.Context, src *Repo, from, to string, ffOnly bool, op refs.Op, note string) (Transfer, error) {
+	var t Transfer
+	h, err := src.Refs.Head(ctx, from)
+	if err != nil {
+		return t, fmt.Errorf("the other store: %w", err)
+	}
+	if t.Stats, err = r.Fetch(ctx, src, h.Commit); err != nil {
+		return t, err
+	}
+	var rc *Receipts
+	if from == to {
+		if rc, err = ReadReceipts(ctx, src, from); err != nil {
+			return t, fmt.Errorf("the other store's receipts: %w", err)
+		}
+	}
+	// A history the other store cut: the cuts come along, recorded before
+	// HEAD moves onto it (walks of it must stop there).
+	if err := r.AdoptCuts(ctx, to, t.Stats.Cuts); err != nil {
+		return t, fmt.Errorf("recording the other store's cuts: %w", err)
+	}
+	if t.HEAD, err = r.Integrate(ctx, to, h.Commit, ffOnly, op, note); err != nil {
+		return t, err
+	}
+	if rc != nil {
+		t.Receipts, err = r.AddReceipts(ctx, to, rc, note)
+	}
+	return t, err
+}
+
 // CutAdopter is an optional ability of a Storage that records received cut
 // links in its own process: a served store's client (clients may not write
 // checkpoints themselves).
@@ -574,7 +619,7 @@ const (
 )
 
 // ErrTooMuch: another store sent more than a transfer takes.
-var ErrTooMuch = errors.New("sync: the other store sent more than a transfer takes")
+var ErrTooMuch = errors.New("repo: the other store sent more than this side takes")
 
 // ReadReceipts reads src's receipt lines for agent and the keys src trusts
 // to verify them, within MaxReceiptLines and MaxReceiptBytes; every line

@@ -360,6 +360,10 @@ func (s *Shipper) getBlob(ctx context.Context, id walrus.BlobID, sum string, siz
 	return data, nil
 }
 
+// sealedBound is the largest sealed blob whose plaintext can be n bytes
+// (the envelope's headers and tags, generously).
+func sealedBound(n int64) int64 { return n + n/16 + 1<<20 }
+
 // getSealed reads a sealed blob (getBlob) and decrypts it.
 func (s *Shipper) getSealed(ctx context.Context, id walrus.BlobID, sum string, size int64) ([]byte, error) {
 	blob, err := s.getBlob(ctx, id, sum, size)
@@ -793,6 +797,9 @@ func (s *Shipper) fetch(ctx context.Context, agent string, m *Manifest, ref Ref)
 		} else if have {
 			f.Skipped++
 		} else {
+			if p.Size > sealedBound(snapshot.DefaultCARMaxStaged) {
+				return nil, fmt.Errorf("%w: pack %d is %d bytes, more than a reader takes (%s)", ErrBadPack, i+1, p.Size, sizeText(snapshot.DefaultCARMaxStaged))
+			}
 			car, err := s.getSealed(ctx, p.Blob, p.SHA256, p.Size)
 			if err != nil {
 				return nil, fmt.Errorf("pack %d: %w", i+1, err)
@@ -808,6 +815,9 @@ func (s *Shipper) fetch(ctx context.Context, agent string, m *Manifest, ref Ref)
 			}
 		}
 		if rb := p.Receipts; rb != nil {
+			if rb.Size > sealedBound(repo.MaxReceiptBytes) {
+				return nil, fmt.Errorf("%w: the receipts of pack %d are %d bytes, more than a reader takes (%s)", ErrBadPack, i+1, rb.Size, sizeText(repo.MaxReceiptBytes))
+			}
 			nd, err := s.getSealed(ctx, rb.Blob, rb.SHA256, rb.Size)
 			if err != nil {
 				return nil, fmt.Errorf("receipts of pack %d: %w", i+1, err)

@@ -665,3 +665,44 @@ func TestReplayedManifest(t *testing.T) {
 		t.Fatalf("another seq 2: %v, want ErrStale", err)
 	}
 }
+
+// A signed manifest naming a pack or receipt blob larger than a reader
+// takes is refused before the blob is read (the blob store is not asked
+// for terabytes).
+func TestOversizedBlobsRefused(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	pub := []ed25519.PublicKey{f.operator.Public().(ed25519.PublicKey)}
+	put(t, f.src, "k", "1")
+	receipt(t, f.src, 1)
+	m, err := f.shipper(f.src).Push(ctx, "lumen", f.operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, grow := range []func(m *history.Manifest){
+		func(m *history.Manifest) { m.Packs[0].Size = 1 << 40 },
+		func(m *history.Manifest) { m.Packs[0].Receipts.Size = 1 << 40 },
+	} {
+		lie := *m.Manifest
+		lie.Packs = slices.Clone(m.Packs)
+		r := *lie.Packs[0].Receipts
+		lie.Packs[0].Receipts = &r
+		grow(&lie)
+		if err := lie.Sign(f.operator); err != nil {
+			t.Fatal(err)
+		}
+		body, _ := json.Marshal(&lie)
+		st, err := f.blobs.Put(ctx, bytes.NewReader(body), int64(len(body)), walrus.StoreOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(body)
+		if err := f.ptr.WriteHistory(ctx, "lumen", history.Ref{Blob: st.BlobID, SHA256: fmt.Sprintf("%x", sum), Size: int64(len(body))}); err != nil {
+			t.Fatal(err)
+		}
+		dst := repo.New(memory.New())
+		if _, err := f.shipper(dst).Restore(ctx, "lumen", pub, history.RestoreOptions{}); !errors.Is(err, history.ErrBadPack) || !strings.Contains(err.Error(), "more than a reader takes") {
+			t.Fatalf("oversized blob: %v", err)
+		}
+	}
+}

@@ -90,39 +90,11 @@ func (e *env) withOther(spec string, write bool, fn func(r *repo.Repo) error) er
 	return err
 }
 
-// transfer brings src's agent `from` into dst's agent `to`.
+// transfer brings src's agent `from` into dst's agent `to`
+// (repo.Transfer: nothing changes before the whole transfer is checked).
 func (e *env) transfer(dst, src *repo.Repo, from, to string, ffOnly bool, op refs.Op, note string) (syncReport, error) {
-	rep := syncReport{Agent: to}
-	h, err := src.Refs.Head(e.ctx, from)
-	if err != nil {
-		return rep, fmt.Errorf("the other store: %w", err)
-	}
-	if rep.Stats, err = dst.Fetch(e.ctx, src, h.Commit); err != nil {
-		return rep, err
-	}
-	// The receipts are read and checked whole before anything here
-	// changes; they are added only once HEAD has moved.
-	var rc *repo.Receipts
-	if from == to {
-		if rc, err = repo.ReadReceipts(e.ctx, src, from); err != nil {
-			return rep, fmt.Errorf("the other store's receipts: %w", err)
-		}
-	}
-	// A history the other store cut: the cuts come along, recorded before
-	// HEAD moves onto it (walks of it must stop there).
-	if err := dst.AdoptCuts(e.ctx, to, rep.Stats.Cuts); err != nil {
-		return rep, fmt.Errorf("recording the other store's cuts: %w", err)
-	}
-	if rep.HEAD, err = dst.Integrate(e.ctx, to, h.Commit, ffOnly, op, note); err != nil {
-		return rep, err
-	}
-	if rc != nil {
-		// The other store's keys for these receipts are recorded as
-		// learned from it: they verify the agent's receipts here and sign
-		// nothing (agentstate trust).
-		rep.Receipts, err = dst.AddReceipts(e.ctx, to, rc, note)
-	}
-	return rep, err
+	t, err := dst.Transfer(e.ctx, src, from, to, ffOnly, op, note)
+	return syncReport{Agent: to, Stats: t.Stats, HEAD: t.HEAD, Receipts: t.Receipts}, err
 }
 
 func (e *env) printSync(rep syncReport) {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,7 +32,93 @@ var (
 	ErrReadOnly     = errors.New("remote: the token may only read")
 	ErrNoExec       = errors.New("remote: the server does not run command lines")
 	ErrNoServer     = errors.New("remote: no server is listening")
+	// ErrTimeout: the server did not answer a call, or send the next
+	// message of a list, within Limits.Wait, or all of a list within
+	// Limits.ListWait.
+	ErrTimeout = errors.New("remote: the server did not answer in time")
 )
+
+// Limits bound what a client takes from a server, which is not trusted to
+// end what it sends: a list longer than its bound is refused with an error
+// matching repo.ErrTooMuch, a server that keeps the client waiting with
+// ErrTimeout. The zero value of a field is its default.
+type Limits struct {
+	// Items and Bytes, when set, bound every list (tests); by default each
+	// list has its own bounds (listBounds).
+	Items int
+	Bytes int64
+	// Wait bounds each wait for the server: the answer to a call, the next
+	// message of a list (default 2 minutes). Forget and GC, which do their
+	// work before they answer, wait for the caller's context alone.
+	Wait time.Duration
+	// ListWait bounds the time spent waiting for the messages of one list
+	// in all (default 30 minutes; the caller's own time between messages
+	// is not counted). A watch, which waits for HEAD moves, has no bound.
+	ListWait time.Duration
+}
+
+// listBound is how much of one list a client takes.
+type listBound struct {
+	what  string
+	items int   // items (records, lines; block ids)
+	bytes int64 // bytes of the messages' payloads
+	wait  bool  // bounded in time (all but a watch)
+}
+
+// listBounds are the default bounds of each list RPC: far above what a real
+// store sends (an agent's whole log, a store's every block id), and what a
+// process can hold.
+var listBounds = map[string]listBound{
+	rpcwire.RPCHeads:      {"list of agents", 1 << 18, 64 << 20, true},
+	rpcwire.RPCLog:        {"operation log", 1 << 22, 1 << 30, true},
+	rpcwire.RPCTapeLines:  {"list of receipt lines", 1 << 22, 1 << 30, true},
+	rpcwire.RPCMetaPrefix: {"list of metadata records", 1 << 20, 256 << 20, true},
+	rpcwire.RPCAllCIDs:    {"list of blocks", 1 << 28, 16 << 30, true},
+	rpcwire.RPCWatch:      {"round of HEAD records", 1 << 18, 64 << 20, false},
+}
+
+const (
+	defaultWait     = 2 * time.Minute
+	defaultListWait = 30 * time.Minute
+)
+
+func (c *Client) wait() time.Duration {
+	if c.opts.Limits.Wait > 0 {
+		return c.opts.Limits.Wait
+	}
+	return defaultWait
+}
+
+func (c *Client) bound(rpc string) listBound {
+	b := listBounds[rpc]
+	if b.what == "" {
+		b = listBound{rpc, 1 << 20, 256 << 20, true}
+	}
+	if c.opts.Limits.Items > 0 {
+		b.items = c.opts.Limits.Items
+	}
+	if c.opts.Limits.Bytes > 0 {
+		b.bytes = c.opts.Limits.Bytes
+	}
+	return b
+}
+
+// respSize is what a message of a list weighs: its payload's bytes.
+func respSize(m *rpcwire.Resp) int64 {
+	n := int64(len(m.Data) + len(m.Agent) + 16)
+	for _, c := range m.CIDs {
+		n += int64(len(c)) + 2
+	}
+	return n
+}
+
+// respItems is how many items a message of a list carries.
+func respItems(m *rpcwire.Resp) int {
+	if len(m.CIDs) > 0 {
+		return len(m.CIDs)
+	}
+	return 1
+}
 
 // DialOptions configure a client.
 type DialOptions struct {
@@ -39,6 +126,8 @@ type DialOptions struct {
 	TLS   *tls.Config // TCP with TLS
 	// Timeout bounds connecting (default 5s).
 	Timeout time.Duration
+	// Limits bound what the client takes from the server.
+	Limits Limits
 }
 
 // Client is a served repository's storage: a repo.Storage whose every call
@@ -191,7 +280,19 @@ func (c *Client) invoke(ctx context.Context, rpc string, q *rpcwire.Req) (*rpcwi
 		return nil, err
 	}
 	var out rpcwire.Resp
-	err = cn.Invoke(c.ctx(ctx), rpc, rpcwire.Encoding, q, &out)
+	ictx := c.ctx(ctx)
+	var timedOut atomic.Bool
+	if rpc != rpcwire.RPCForget && rpc != rpcwire.RPCGC {
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithCancel(ictx)
+		t := time.AfterFunc(c.wait(), func() { timedOut.Store(true); cancel() })
+		defer func() { t.Stop(); cancel() }()
+	}
+	err = cn.Invoke(ictx, rpc, rpcwire.Encoding, q, &out)
+	if timedOut.Load() && err != nil && ctx.Err() == nil {
+		cn.Close()
+		return nil, fmt.Errorf("%w: no answer to %s within %s", ErrTimeout, strings.TrimPrefix(rpc, "/agentstate.v1/"), c.wait())
+	}
 	if err != nil && drpcerr.Code(err) == 0 {
 		// Not an answer but (perhaps) a broken connection, which drpc may
 		// not have noticed yet: never hand it to the next call.
@@ -205,9 +306,13 @@ func (c *Client) invoke(ctx context.Context, rpc string, q *rpcwire.Req) (*rpcwi
 	return &out, nil
 }
 
-// stream makes one streaming call and yields its messages.
+// stream makes one streaming call and yields its messages, within the
+// list's bounds (Limits): too many items or bytes end it with an error
+// matching repo.ErrTooMuch, a server that keeps the client waiting with
+// ErrTimeout.
 func (c *Client) stream(ctx context.Context, rpc string, q *rpcwire.Req) iter.Seq2[*rpcwire.Resp, error] {
 	return func(yield func(*rpcwire.Resp, error) bool) {
+		b := c.bound(rpc)
 		cn, err := c.get(ctx)
 		if err != nil {
 			yield(nil, err)
@@ -215,10 +320,42 @@ func (c *Client) stream(ctx context.Context, rpc string, q *rpcwire.Req) iter.Se
 		}
 		sctx, cancel := context.WithCancel(c.ctx(ctx))
 		defer cancel()
+		// The server's time: each wait at most Wait, all of them at most
+		// ListWait (the caller's time between messages is not counted).
+		wait, listWait := c.wait(), c.opts.Limits.ListWait
+		if listWait <= 0 {
+			listWait = defaultListWait
+		}
+		var timedOut atomic.Bool
+		timer := time.AfterFunc(time.Hour, func() { timedOut.Store(true); cancel() })
+		timer.Stop()
+		defer timer.Stop()
+		var waited time.Duration
+		waitFor := func() time.Time {
+			if b.wait {
+				timer.Reset(min(wait, max(listWait-waited, time.Millisecond)))
+			}
+			return time.Now()
+		}
+		waitedFor := func(since time.Time) {
+			timer.Stop()
+			waited += time.Since(since)
+		}
+		failed := func(err error) error {
+			if !timedOut.Load() || ctx.Err() != nil {
+				return localError(ctx, err)
+			}
+			if waited >= listWait {
+				return fmt.Errorf("%w: the %s did not end within %s", ErrTimeout, b.what, listWait)
+			}
+			return fmt.Errorf("%w: nothing more of the %s within %s", ErrTimeout, b.what, wait)
+		}
+		t0 := waitFor()
 		st, err := cn.NewStream(sctx, rpc, rpcwire.Encoding)
 		if err != nil {
+			waitedFor(t0)
 			cn.Close()
-			yield(nil, localError(ctx, err))
+			yield(nil, failed(err))
 			return
 		}
 		done := false
@@ -232,22 +369,38 @@ func (c *Client) stream(ctx context.Context, rpc string, q *rpcwire.Req) iter.Se
 			}
 		}()
 		if err := st.MsgSend(q, rpcwire.Encoding); err != nil {
-			yield(nil, localError(ctx, err))
+			waitedFor(t0)
+			yield(nil, failed(err))
 			return
 		}
 		if err := st.CloseSend(); err != nil {
-			yield(nil, localError(ctx, err))
+			waitedFor(t0)
+			yield(nil, failed(err))
 			return
 		}
+		waitedFor(t0)
+		items, size := 0, int64(0)
 		for {
 			var m rpcwire.Resp
+			t0 := waitFor()
 			err := st.MsgRecv(&m, rpcwire.Encoding)
+			waitedFor(t0)
 			if errors.Is(err, io.EOF) {
 				done = true
 				return
 			}
 			if err != nil {
-				yield(nil, localError(ctx, err))
+				yield(nil, failed(err))
+				return
+			}
+			if rpc == rpcwire.RPCWatch && m.OK {
+				items, size = 0, 0 // a watch round ends
+			} else {
+				items += respItems(&m)
+				size += respSize(&m)
+			}
+			if items > b.items || size > b.bytes {
+				yield(nil, fmt.Errorf("%w: the server's %s is over %d items or %d bytes", repo.ErrTooMuch, b.what, b.items, b.bytes))
 				return
 			}
 			if !yield(&m, nil) {
