@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"io"
-
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
@@ -24,8 +22,8 @@ func (e *env) runGet(c *cli.Context) error {
 	return e.withRepoRead(func(r *repo.Repo) error {
 		if !c.Bool("json") {
 			// The content streams out a chunk at a time; a chunked value's
-			// sha256 is checked at its end (a mismatch fails the command
-			// after the bytes before it were written).
+			// sha256 is checked at its end, before its last piece is
+			// written (a mismatch fails the command with its output short).
 			v, err := e.lookupCID(r, c.String("at"), key)
 			if err != nil {
 				return err
@@ -34,7 +32,7 @@ func (e *env) runGet(c *cli.Context) error {
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(e.stdout, rd)
+			_, err = objects.CopyValue(e.stdout, rd)
 			return err
 		}
 		v, data, err := e.lookup(r, c.String("at"), key)

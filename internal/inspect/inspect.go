@@ -20,6 +20,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -440,39 +441,51 @@ type Value struct {
 }
 
 // Get returns key's value at rev, its content only if it is at most max
-// bytes (max < 0: any size).
+// bytes (max < 0: any size). The size is taken from the value's file node
+// before any chunk is read: a larger value reads nothing more.
 func (v *View) Get(ctx context.Context, agent, rev, key string, max int) (Value, error) {
-	if err := objects.ValidateKey(key); err != nil {
-		return Value{}, classify(err)
-	}
-	id, cm, err := v.resolve(ctx, agent, rev)
+	out, rd, err := v.Open(ctx, agent, rev, key)
 	if err != nil {
 		return Value{}, err
-	}
-	t, err := objects.LoadTree(ctx, v.R.Blocks, cm.Tree)
-	if err != nil {
-		return Value{}, classify(err)
-	}
-	val, ok, err := t.Get(ctx, key)
-	if err != nil {
-		return Value{}, classify(err)
-	}
-	if !ok {
-		return Value{}, fmt.Errorf("%w: key %q does not exist at %s", ErrNotFound, key, id.Short())
-	}
-	out := Value{Key: key, Commit: id, CID: val}
-	if out.Size, err = v.size(ctx, val); err != nil {
-		return Value{}, classify(err)
 	}
 	if max >= 0 && out.Size > uint64(max) {
 		out.Truncated = true
 		return out, nil
 	}
-	if out.Data, err = objects.ReadValue(ctx, v.R.Blocks, val); err != nil {
+	if out.Data, err = objects.ReadContent(rd, out.Size); err != nil {
 		return Value{}, classify(err)
 	}
 	out.Text = textdiff.IsText(out.Data)
 	return out, nil
+}
+
+// Open returns key's value at rev (Data nil) and a reader of its content,
+// which reads one chunk at a time and ends with an error, not io.EOF, when
+// a chunked value's content does not match its file node.
+func (v *View) Open(ctx context.Context, agent, rev, key string) (Value, io.Reader, error) {
+	if err := objects.ValidateKey(key); err != nil {
+		return Value{}, nil, classify(err)
+	}
+	id, cm, err := v.resolve(ctx, agent, rev)
+	if err != nil {
+		return Value{}, nil, err
+	}
+	t, err := objects.LoadTree(ctx, v.R.Blocks, cm.Tree)
+	if err != nil {
+		return Value{}, nil, classify(err)
+	}
+	val, ok, err := t.Get(ctx, key)
+	if err != nil {
+		return Value{}, nil, classify(err)
+	}
+	if !ok {
+		return Value{}, nil, fmt.Errorf("%w: key %q does not exist at %s", ErrNotFound, key, id.Short())
+	}
+	rd, size, err := objects.OpenValue(ctx, v.R.Blocks, val)
+	if err != nil {
+		return Value{}, nil, classify(err)
+	}
+	return Value{Key: key, Commit: id, CID: val, Size: size}, rd, nil
 }
 
 // Entry is one key of a tree.

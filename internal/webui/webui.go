@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/internal/inspect"
+	"github.com/agentstate/agentstate/objects"
 )
 
 //go:embed assets
@@ -21,9 +22,6 @@ var assets embed.FS
 
 // MaxPreview bounds the text a value view inlines.
 const MaxPreview = 256 << 10
-
-// MaxRaw bounds a value download.
-const MaxRaw = 1 << 30
 
 // Options configure the page.
 type Options struct {
@@ -172,14 +170,14 @@ func (h *handler) value(r *http.Request) (any, error) {
 	return out, nil
 }
 
-// raw sends a value's bytes as a download, never as a page.
+// raw sends a value's bytes as a download, never as a page. The value
+// streams a chunk at a time whatever its size; a chunked value whose content
+// does not match its file node ends the response short of its length (the
+// connection is cut), so a client never takes it for a whole download.
 func (h *handler) raw(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	v, err := h.v.Get(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("key"), MaxRaw)
-	if err != nil || v.Truncated {
-		if err == nil {
-			err = fmt.Errorf("%w: over %d bytes", inspect.ErrBadRequest, MaxRaw)
-		}
+	v, rd, err := h.v.Open(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("key"))
+	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status(err))
 		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
@@ -187,7 +185,10 @@ func (h *handler) raw(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", `attachment; filename="value.bin"`)
-	w.Write(v.Data)
+	w.Header().Set("Content-Length", strconv.FormatUint(v.Size, 10))
+	if _, err := objects.CopyValue(w, rd); err != nil {
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // events sends "head" whenever any agent's HEAD moves, until the client goes.
