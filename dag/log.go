@@ -3,6 +3,7 @@ package dag
 import (
 	"context"
 	"iter"
+	"slices"
 
 	"github.com/agentstate/agentstate/objects"
 )
@@ -236,6 +237,19 @@ func TouchesKey(ctx context.Context, bs objects.BlockStore, c *objects.Commit, k
 		return false, err
 	}
 	return ok != pok || v != pv, nil
+}
+
+// EntryTouchesKey is TouchesKey for a log entry: a commit whose first
+// parent a forget cut (listed in le.Cut) is, like a root commit, one that
+// has key (the history that would say more is gone).
+func EntryTouchesKey(ctx context.Context, bs objects.BlockStore, le LogEntry, key string) (bool, error) {
+	cm := le.Commit
+	if len(cm.Parents) > 0 && slices.Contains(le.Cut, cm.Parents[0]) {
+		root := *cm
+		root.Parents = nil
+		cm = &root
+	}
+	return TouchesKey(ctx, bs, cm, key)
 }
 
 // IsAncestor reports whether a is b or an ancestor of b.

@@ -142,10 +142,15 @@ func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline boo
 	return nil
 }
 
-// printCut says that history below the last commit printed was cut.
+// printCut says that history below the last commit printed was cut: by
+// the agent's forget (cp), or, with cp nil, by another agent's whose history
+// this one shares (a fork or reset made on a cut history).
 func (e *env) printCut(cp *repo.Checkpoint, oneline bool) {
-	line := fmt.Sprintf("history cut here by forget at %s (%s); %d older operations and %d commits forgotten in all",
-		fmtTime(cp.Time), termsafe.Line(cp.Policy), cp.ForgottenOps, cp.ForgottenCommits)
+	line := "history cut here by forget"
+	if cp != nil {
+		line = fmt.Sprintf("history cut here by forget at %s (%s); %d older operations and %d commits forgotten in all",
+			fmtTime(cp.Time), termsafe.Line(cp.Policy), cp.ForgottenOps, cp.ForgottenCommits)
+	}
 	if oneline {
 		fmt.Fprintln(e.stdout, e.paint("2", "~~ "+line))
 		return
@@ -168,7 +173,7 @@ func touches(e *env, r *repo.Repo, le dag.LogEntry, path string) (bool, error) {
 	if path == "" {
 		return true, nil
 	}
-	return dag.TouchesKey(e.ctx, r.Blocks, le.Commit, path)
+	return dag.EntryTouchesKey(e.ctx, r.Blocks, le, path)
 }
 
 // printLogEntry prints the n-th commit of a log (1-based), marking HEAD.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -41,7 +42,10 @@ func (e *env) runShow(c *cli.Context) error {
 		}
 		le := dag.LogEntry{CID: id, Commit: cm}
 		changes, err := e.changesFromParent(r, cm)
-		if err != nil {
+		// A first parent a forget cut (the oldest commit log lists): what
+		// the commit changed is not known, the rest is.
+		parentGone := errors.Is(err, dag.ErrUnknown)
+		if err != nil && !parentGone {
 			return err
 		}
 		if c.Bool("json") {
@@ -51,8 +55,9 @@ func (e *env) runShow(c *cli.Context) error {
 			}
 			return e.writeJSON(struct {
 				logJSON
-				Changes []objects.Change `json:"changes"`
-			}{j, changes})
+				Changes    []objects.Change `json:"changes"`
+				ParentGone bool             `json:"parentGone,omitempty"`
+			}{j, changes, parentGone})
 		}
 		head, _ := r.Refs.Head(e.ctx, e.agent)
 		e.printCommit(le, id == head.Commit)
@@ -61,6 +66,10 @@ func (e *env) runShow(c *cli.Context) error {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "\nTree:   %s\nBundle: %s\n\n", cm.Tree, h)
+		if parentGone {
+			fmt.Fprintf(e.stdout, "%s\n", e.paint("2", "~~ the first parent was forgotten (history cut by forget): what this commit changed is not known ~~"))
+			return nil
+		}
 		if c.Bool("patch") {
 			return e.printPatch(r, changes)
 		}
@@ -69,12 +78,15 @@ func (e *env) runShow(c *cli.Context) error {
 	})
 }
 
+// changesFromParent is what cm changed against its first parent; a first
+// parent not in the store is an error that wraps dag.ErrUnknown, and the
+// changes are then empty.
 func (e *env) changesFromParent(r *repo.Repo, cm *objects.Commit) ([]objects.Change, error) {
 	from := objects.EmptyTreeCID
 	if len(cm.Parents) > 0 {
 		pc, err := r.Commit(e.ctx, cm.Parents[0])
 		if err != nil {
-			return nil, err
+			return []objects.Change{}, err
 		}
 		from = pc.Tree
 	}

@@ -252,7 +252,7 @@ func (v *View) logOnce(ctx context.Context, agent string, o LogOptions) (History
 			break
 		}
 		if o.Path != "" {
-			ok, err := v.touches(ctx, le, o.Path)
+			ok, err := dag.EntryTouchesKey(ctx, v.R.Blocks, le, o.Path)
 			if err != nil {
 				return History{}, classify(err)
 			}
@@ -268,19 +268,6 @@ func (v *View) logOnce(ctx context.Context, agent string, o LogOptions) (History
 		out.Commits = append(out.Commits, c)
 	}
 	return out, nil
-}
-
-// touches reports whether le changed key against its first parent; a
-// commit whose first parent was cut is, like a root commit, one that has
-// the key (the history that would say more is gone).
-func (v *View) touches(ctx context.Context, le dag.LogEntry, key string) (bool, error) {
-	cm := le.Commit
-	if len(cm.Parents) > 0 && slices.Contains(le.Cut, cm.Parents[0]) {
-		root := *cm
-		root.Parents = nil
-		cm = &root
-	}
-	return dag.TouchesKey(ctx, v.R.Blocks, cm, key)
 }
 
 // Change is one key that differs between two commits.
