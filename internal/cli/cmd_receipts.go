@@ -69,7 +69,7 @@ func (e *env) runReceipts(c *cli.Context) error {
 		}
 		return e.listReceipts(o, splitLines(data), keys, nil)
 	}
-	return e.withRepo(func(r *repo.Repo) error {
+	return e.withRepoRead(func(r *repo.Repo) error { // receipts only reads
 		if len(keys) == 0 {
 			if keys, err = r.TrustedKeys(e.ctx, e.agent, repo.KeyVerifiesReceipts); err != nil {
 				return err

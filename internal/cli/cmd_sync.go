@@ -57,7 +57,7 @@ func (e *env) withOther(spec string, write bool, fn func(r *repo.Repo) error) er
 	}
 	p := e.path(spec)
 	if _, err := os.Stat(p); err != nil && strings.Contains(spec, ":") && !strings.Contains(spec, "/") {
-		return e.withServer(spec, "", fn)
+		return e.withServer(spec, "", write, fn)
 	}
 	dir := p
 	if store.IsStoreDir(filepath.Join(p, repo.DirName)) {
@@ -69,7 +69,7 @@ func (e *env) withOther(spec string, write bool, fn func(r *repo.Repo) error) er
 	if mine, err := e.storeDir(); err == nil && sameDir(mine, dir) {
 		return fmt.Errorf("%s is this store", spec)
 	}
-	if err := e.withServer(remote.SocketPath(dir), dir, fn); !errors.Is(err, remote.ErrNoServer) {
+	if err := e.withServer(remote.SocketPath(dir), dir, write, fn); !errors.Is(err, remote.ErrNoServer) {
 		return err
 	}
 	lt, err := e.lockTimeout()

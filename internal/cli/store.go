@@ -110,7 +110,7 @@ func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
 		return fn(e.served.WithClock(func() int64 { return repo.NowFrom(e.getenv) }))
 	}
 	if e.remoteFlag != "" {
-		return e.withServer(e.remoteFlag, "", fn)
+		return e.withServer(e.remoteFlag, "", !readOnly, fn)
 	}
 	var r *repo.Repo
 	dir, err := e.storeDir()
@@ -118,7 +118,7 @@ func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
 		return err
 	}
 	// A server holds the store: everything goes through it.
-	if err := e.withServer(remote.SocketPath(dir), dir, fn); !errors.Is(err, remote.ErrNoServer) {
+	if err := e.withServer(remote.SocketPath(dir), dir, !readOnly, fn); !errors.Is(err, remote.ErrNoServer) {
 		return err
 	}
 	if readOnly {
@@ -138,7 +138,7 @@ func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
 	}
 	if errors.Is(err, store.ErrInUse) {
 		// A server may have started between the dial and the open.
-		if serr := e.withServer(remote.SocketPath(dir), dir, fn); !errors.Is(serr, remote.ErrNoServer) {
+		if serr := e.withServer(remote.SocketPath(dir), dir, !readOnly, fn); !errors.Is(serr, remote.ErrNoServer) {
 			return serr
 		}
 	}
@@ -154,8 +154,10 @@ func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
 
 // withServer runs fn against a served store through its API. It returns
 // remote.ErrNoServer, having done nothing, when nothing listens at addr (a
-// socket file a killed server left included).
-func (e *env) withServer(addr, dir string, fn func(r *repo.Repo) error) error {
+// socket file a killed server left included). A command that writes (write)
+// first asks the server what its token may do, and stops before fn when the
+// token may only read: nothing is uploaded, published or written.
+func (e *env) withServer(addr, dir string, write bool, fn func(r *repo.Repo) error) error {
 	opts := remote.DialOptions{Token: e.getenv("AGENTSTATE_TOKEN")}
 	if ca := e.getenv("AGENTSTATE_REMOTE_CA"); ca != "" && dir == "" {
 		tc, err := clientTLS(e.path(ca))
@@ -171,10 +173,18 @@ func (e *env) withServer(addr, dir string, fn func(r *repo.Repo) error) error {
 		}
 		return err
 	}
+	defer c.Close()
+	if write && dir == "" { // the Unix socket is the owner's: it may do everything
+		a, err := c.Access(e.ctx)
+		if err != nil {
+			return err
+		}
+		if a < remote.AccessWrite {
+			return fmt.Errorf("%w: this command writes, and the token in AGENTSTATE_TOKEN may not (nothing was done)", remote.ErrReadOnly)
+		}
+	}
 	r := repo.New(c)
 	r.Dir = dir
 	r.Now = func() int64 { return repo.NowFrom(e.getenv) }
-	err = fn(r)
-	c.Close()
-	return err
+	return fn(r)
 }

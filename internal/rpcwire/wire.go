@@ -135,6 +135,9 @@ type Status struct {
 	Exec    bool     `cbor:"6,keyasint,omitempty"`
 	Clients int      `cbor:"7,keyasint,omitempty"`
 	Version string   `cbor:"8,keyasint,omitempty"`
+	// Access is what the asking connection may do: "owner" (the Unix
+	// socket), "write" or "read" (a TCP token's kind).
+	Access string `cbor:"9,keyasint,omitempty"`
 }
 
 // The Exec messages live in execwire, which the front end links alone.

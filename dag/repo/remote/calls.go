@@ -20,7 +20,9 @@ type call func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwir
 // same name does.
 var calls = map[string]call{
 	rpcwire.RPCStatus: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
-		return send(&rpcwire.Resp{Status: s.Status()})
+		st := s.Status()
+		st.Access = accessOf(ctx).String()
+		return send(&rpcwire.Resp{Status: st})
 	},
 	rpcwire.RPCGet: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
 		c, err := cidArg(q.CID)

@@ -140,6 +140,7 @@ type Client struct {
 	mu     sync.Mutex
 	idle   []pooled
 	closed bool
+	access Access // what the server said the token may do (0: not asked yet)
 }
 
 // pooled is an idle connection and when it was last used.
@@ -635,6 +636,37 @@ func (c *Client) DeleteMetaPrefix(ctx context.Context, prefix string) error {
 func (c *Client) DeleteMeta(ctx context.Context, name string) error {
 	_, err := c.invoke(ctx, rpcwire.RPCDeleteMeta, &rpcwire.Req{Name: name, Exact: true})
 	return err
+}
+
+// Access asks the server what this client may do (asked once, then
+// remembered): AccessOwner on the Unix socket, AccessWrite or AccessRead by
+// the token's kind on TCP. A command asks before it writes, publishes or
+// uploads anything, so that a token without the right changes nothing.
+// ErrUnauthorized: the token is not known. A server too old to say answers
+// AccessOwner here, and refuses writes itself as ever.
+func (c *Client) Access(ctx context.Context) (Access, error) {
+	c.mu.Lock()
+	a := c.access
+	c.mu.Unlock()
+	if a != AccessNone {
+		return a, nil
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		return AccessNone, err
+	}
+	switch st.Access {
+	case "read":
+		a = AccessRead
+	case "write":
+		a = AccessWrite
+	default:
+		a = AccessOwner
+	}
+	c.mu.Lock()
+	c.access = a
+	c.mu.Unlock()
+	return a, nil
 }
 
 // Status asks the server who holds the store.
