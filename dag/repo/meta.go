@@ -25,6 +25,7 @@ import (
 //	snapshots/AGENT/... a JSON object of at most 64 KiB (snapshot push and restore records)
 //	bundle/TREE         the tree's bundle hash, recomputed here (BundleHash's cache)
 //	kdf-salt            16 to 64 bytes, written once (the passphrase cipher's salt)
+//	history/AGENT       the newest history manifest seen (HistorySeen), its seq never lowered
 var ErrMetaRefused = errors.New("repo: a metadata record clients may not write")
 
 const (
@@ -33,7 +34,20 @@ const (
 	bundlePrefix   = "bundle/"
 	kdfSaltName    = "kdf-salt"
 	maxSnapshotRec = 64 << 10
+	// HistorySeenPrefix prefixes the record of the newest history manifest
+	// of each agent a store pushed or restored ("history/" + agent: JSON of
+	// HistorySeen; export/history).
+	HistorySeenPrefix = "history/"
 )
+
+// HistorySeen is the newest history manifest of an agent a store has
+// pushed or restored (export/history refuses an older one).
+type HistorySeen struct {
+	Seq    uint64 `json:"seq"`
+	SHA256 string `json:"sha256"` // of the manifest's bytes
+	Blob   string `json:"blob"`
+	Time   int64  `json:"time"` // the manifest's
+}
 
 func metaRefused(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrMetaRefused, fmt.Sprintf(format, a...))
@@ -76,6 +90,26 @@ func (r *Repo) CheckClientMeta(ctx context.Context, name string, v []byte) error
 		}
 		if h := ls.hash(); !bytes.Equal(v, h[:]) {
 			return metaRefused("bundle hash of %s: not the tree's", tree)
+		}
+		return nil
+	case strings.HasPrefix(name, HistorySeenPrefix):
+		agent := strings.TrimPrefix(name, HistorySeenPrefix)
+		if refs.ValidateAgent(agent) != nil {
+			return metaRefused("%.80q is not history/AGENT", name)
+		}
+		var seen HistorySeen
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.DisallowUnknownFields()
+		if len(v) > 1024 || dec.Decode(&seen) != nil || !isKeyHex(seen.SHA256) || seen.Blob == "" || len(seen.Blob) > 64 {
+			return metaRefused("history record of %s: not {\"seq\",\"sha256\",\"blob\",\"time\"}", agent)
+		}
+		old, ok, err := r.Storage.GetMeta(ctx, name)
+		if err != nil {
+			return err
+		}
+		var was HistorySeen
+		if ok && json.Unmarshal(old, &was) == nil && seen.Seq < was.Seq {
+			return metaRefused("history record of %s: seq %d is below the seq %d seen", agent, seen.Seq, was.Seq)
 		}
 		return nil
 	case name == kdfSaltName:

@@ -76,6 +76,10 @@ type keyValue struct {
 // ErrBadKeyOp: a key operation with a malformed key, agent or source.
 var ErrBadKeyOp = errors.New("repo: bad trusted-key operation")
 
+// ErrNotOperator: a served store's client that is not its operator (a
+// token, not the Unix socket) asked to trust or untrust a key.
+var ErrNotOperator = errors.New("repo: only the store's operator may change the keys it trusts")
+
 // Key operations (KeyOp.Op).
 const (
 	KeyOpTrust   = "trust"   // trust Keys for Agent ("" every agent)

@@ -859,14 +859,22 @@ func (s *Shipper) recordKeys(ctx context.Context, agent string, m *Manifest, ref
 		return 0, err
 	}
 	n := 0
+	learn := m.Operators
 	if !slices.ContainsFunc(signers, func(k ed25519.PublicKey) bool { return repo.KeyHex(k) == m.Operator }) {
-		if n, err = s.Repo.ApplyKeyOp(ctx, repo.KeyOp{Op: repo.KeyOpTrust, Agent: agent, Keys: []string{m.Operator},
-			Source: "signer of history manifest " + string(ref.Blob)}); err != nil {
+		n, err = s.Repo.ApplyKeyOp(ctx, repo.KeyOp{Op: repo.KeyOpTrust, Agent: agent, Keys: []string{m.Operator},
+			Source: "signer of history manifest " + string(ref.Blob)})
+		switch {
+		case errors.Is(err, repo.ErrNotOperator):
+			// A served store's client with a token: the signer it gave
+			// verifies the agent's receipts there, and signs nothing
+			// until the store's operator trusts it.
+			learn = append([]string{m.Operator}, learn...)
+		case err != nil:
 			return n, err
 		}
 	}
-	if len(m.Operators) > 0 {
-		l, err := s.Repo.ApplyKeyOp(ctx, repo.KeyOp{Op: repo.KeyOpLearn, Agent: agent, Keys: m.Operators,
+	if len(learn) > 0 {
+		l, err := s.Repo.ApplyKeyOp(ctx, repo.KeyOp{Op: repo.KeyOpLearn, Agent: agent, Keys: learn,
 			Source: "history manifest " + string(ref.Blob)})
 		n += l
 		if err != nil {
@@ -879,15 +887,10 @@ func (s *Shipper) recordKeys(ctx context.Context, agent string, m *Manifest, ref
 // SeenPrefix prefixes the store's record of the newest manifest it has
 // seen of each agent ("history/" + agent: JSON of Seen), written by a push
 // and a restore; an older manifest is refused (ErrStale).
-const SeenPrefix = "history/"
+const SeenPrefix = repo.HistorySeenPrefix
 
 // Seen is the newest manifest of an agent a store has pushed or restored.
-type Seen struct {
-	Seq    uint64        `json:"seq"`
-	SHA256 string        `json:"sha256"` // of the manifest's bytes
-	Blob   walrus.BlobID `json:"blob"`
-	Time   int64         `json:"time"` // the manifest's
-}
+type Seen = repo.HistorySeen
 
 // Seen returns the newest manifest of agent the store has seen.
 func (s *Shipper) Seen(ctx context.Context, agent string) (Seen, bool, error) {
@@ -932,7 +935,7 @@ func (s *Shipper) see(ctx context.Context, agent string, m *Manifest, ref Ref) e
 	} else if ok && seen.Seq > m.Seq {
 		return nil
 	}
-	v, err := json.Marshal(Seen{Seq: m.Seq, SHA256: ref.SHA256, Blob: ref.Blob, Time: m.Time})
+	v, err := json.Marshal(Seen{Seq: m.Seq, SHA256: ref.SHA256, Blob: string(ref.Blob), Time: m.Time})
 	if err != nil {
 		return err
 	}

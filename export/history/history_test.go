@@ -19,6 +19,7 @@ import (
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/memory"
+	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/export/envelope"
 	"github.com/agentstate/agentstate/export/history"
 	"github.com/agentstate/agentstate/objects"
@@ -704,5 +705,51 @@ func TestOversizedBlobsRefused(t *testing.T) {
 		if _, err := f.shipper(dst).Restore(ctx, "lumen", pub, history.RestoreOptions{}); !errors.Is(err, history.ErrBadPack) || !strings.Contains(err.Error(), "more than a reader takes") {
 			t.Fatalf("oversized blob: %v", err)
 		}
+	}
+}
+
+// A restore through a served store's client with a write token: the history
+// and its receipts land, the newest manifest is recorded, and the signer
+// given is recorded as learned with the agent's receipts, not trusted to
+// sign (only the store's operator trusts a key).
+func TestRestoreThroughServedStore(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	put(t, f.src, "k", "1")
+	receipt(t, f.src, 1)
+	if _, err := f.shipper(f.src).Push(ctx, "lumen", f.operator); err != nil {
+		t.Fatal(err)
+	}
+	local, err := repo.Init(filepath.Join(t.TempDir(), "s"), repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	srv, err := remote.Start(local, remote.Options{Listen: "127.0.0.1:0", Tokens: []string{"rw-token-abcdefghijkl"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addrs := srv.Addrs()
+	c, err := remote.Dial(ctx, addrs[len(addrs)-1], remote.DialOptions{Token: "rw-token-abcdefghijkl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := f.shipper(repo.New(c))
+	s.RecordKeys = true
+	pub := f.operator.Public().(ed25519.PublicKey)
+	res, err := s.Restore(ctx, "lumen", []ed25519.PublicKey{pub}, history.RestoreOptions{})
+	if err != nil || res.Integration.Outcome != "created" || res.Receipts != 1 {
+		t.Fatalf("restore: %+v %v", res, err)
+	}
+	if keys, _ := local.TrustedKeys(ctx, "lumen", repo.KeySignsHistory); len(keys) != 0 {
+		t.Fatalf("a write token made %x a history signer", keys)
+	}
+	if keys, _ := local.TrustedKeys(ctx, "lumen", repo.KeyVerifiesReceipts); len(keys) != 1 || !keys[0].Equal(pub) {
+		t.Fatalf("keys verifying lumen's receipts: %x", keys)
+	}
+	if seen, ok, err := s.Seen(ctx, "lumen"); err != nil || !ok || seen.Seq != 1 {
+		t.Fatalf("seen: %+v %v %v", seen, ok, err)
 	}
 }

@@ -748,6 +748,9 @@ func (c *Client) ApplyKeyOp(ctx context.Context, op repo.KeyOp) (int, error) {
 		rpc = rpcwire.RPCLearnKeys
 	}
 	r, err := c.invoke(ctx, rpc, &rpcwire.Req{Value: v})
+	if err != nil && rpc == rpcwire.RPCTrustKeys && errors.Is(err, ErrReadOnly) {
+		return 0, fmt.Errorf("%w: %w", repo.ErrNotOperator, err)
+	}
 	if err != nil {
 		return 0, err
 	}

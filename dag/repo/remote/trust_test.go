@@ -73,3 +73,38 @@ func TestTrustKeysOnlyByOperator(t *testing.T) {
 		t.Fatalf("records left: %+v", recs)
 	}
 }
+
+// The record of the newest history manifest seen (export/history) is one a
+// client writes when it restores or pushes a history through a served
+// store: it is checked, and its seq never goes down.
+func TestHistorySeenRecordChecked(t *testing.T) {
+	ctx := context.Background()
+	_, srv, _ := startServed(t, remote.Options{Listen: "127.0.0.1:0", Tokens: []string{"rw-token-abcdefghijkl"}})
+	tc, err := remote.Dial(ctx, tcpAddr(t, srv), remote.DialOptions{Token: "rw-token-abcdefghijkl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	rec := func(seq int) []byte {
+		return []byte(fmt.Sprintf(`{"seq":%d,"sha256":"%064x","blob":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","time":1}`, seq, seq))
+	}
+	if err := tc.SetMeta(ctx, "history/lumen", rec(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.SetMeta(ctx, "history/lumen", rec(4)); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct{ name, v string }{
+		{"history/lumen", string(rec(2))},
+		{"history/lumen", `{"seq":9}`},
+		{"history/lumen", `not json`},
+		{"history/bad name", string(rec(5))},
+	} {
+		if err := tc.SetMeta(ctx, bad.name, []byte(bad.v)); err == nil {
+			t.Fatalf("%s = %s was written", bad.name, bad.v)
+		}
+	}
+	if v, _, _ := tc.GetMeta(ctx, "history/lumen"); string(v) != string(rec(4)) {
+		t.Fatalf("history/lumen = %s", v)
+	}
+}
