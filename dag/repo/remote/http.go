@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
+	"time"
 )
 
 // The TCP listener carries two protocols. A connection that begins with the
@@ -124,4 +126,24 @@ func (s *Server) TCPAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tcp
+}
+
+// writeConn is an HTTP connection whose every write has writeTimeout to go
+// out: a response that keeps moving (a large download to a slow client, an
+// event stream) lasts as long as it needs, and one to a client that has
+// stopped reading ends, its handler's writes failing. (net/http's own
+// WriteTimeout is one deadline for a whole response, which would cut long
+// downloads and event streams.)
+type writeConn struct {
+	net.Conn
+	last atomic.Int64 // UnixNano of the last write deadline set
+}
+
+func (c *writeConn) Write(p []byte) (int, error) {
+	now := time.Now()
+	if now.UnixNano()-c.last.Load() > int64(writeTimeout/8) {
+		c.Conn.SetWriteDeadline(now.Add(writeTimeout))
+		c.last.Store(now.UnixNano())
+	}
+	return c.Conn.Write(p)
 }

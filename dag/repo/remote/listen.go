@@ -306,7 +306,7 @@ func (s *Server) route(ctx context.Context, tc *trackedConn, tlsConf *tls.Config
 	if string(head[:]) != Header {
 		c.SetDeadline(time.Time{}) // the HTTP server keeps its own
 		select {
-		case httpL.conns <- &prefixConn{Conn: c, prefix: head[:]}:
+		case httpL.conns <- &writeConn{Conn: &prefixConn{Conn: c, prefix: head[:]}}:
 		case <-httpL.done:
 			c.Close()
 		case <-ctx.Done():
