@@ -11,6 +11,18 @@ import (
 // Reach is a set of reachable block CIDs.
 type Reach map[objects.CID]struct{}
 
+// Has reports whether c is in r.
+func (r Reach) Has(c objects.CID) bool { _, ok := r[c]; return ok }
+
+// Add puts c in r.
+func (r Reach) Add(c objects.CID) { r[c] = struct{}{} }
+
+// ReachSet is a set of blocks a walk reached (WalkOptions.Reached).
+type ReachSet interface {
+	Has(c objects.CID) bool
+	Add(c objects.CID)
+}
+
 // Problem is one defect found by a walk: a missing, corrupt or undecodable
 // block, and the path by which it was reached.
 type Problem struct {
@@ -49,6 +61,11 @@ type WalkOptions struct {
 	// reached (objects.TreeRanges) but not walked below, a value so held is
 	// not read.
 	Held func(c objects.CID) bool
+	// Reached, when set, is where Walk keeps the blocks it reached, in
+	// place of the Reach it returns (nil then): a caller that holds the
+	// blocks already (a CAR import) marks them there at less cost than a
+	// map of every CID.
+	Reached ReachSet
 }
 
 // Walk marks every block reachable from the given commits: the commits,
@@ -57,7 +74,12 @@ type WalkOptions struct {
 // It is the one traversal of the object graph: verify, gc and CAR export
 // all use it.
 func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opts WalkOptions) (Reach, []Problem, error) {
-	seen := Reach{}
+	var own Reach
+	seen := opts.Reached
+	if seen == nil {
+		own = Reach{}
+		seen = own
+	}
 	var problems []Problem
 	visit := func(c objects.CID, data []byte) error {
 		if opts.Visit == nil {
@@ -78,7 +100,7 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 		l := stack[len(stack)-1]
 		c := l.c
 		stack = stack[:len(stack)-1]
-		if _, ok := seen[c]; ok {
+		if seen.Has(c) {
 			continue
 		}
 		cm, data, err := readCommit(ctx, bs, c)
@@ -86,11 +108,11 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 			if !l.child.IsZero() && opts.Gone != nil && opts.Gone(l.child, c) && isMissing(err) {
 				continue // cut by a forget
 			}
-			seen[c] = struct{}{}
+			seen.Add(c)
 			problems = append(problems, Problem{CID: c, Via: "commit", Err: err})
 			continue
 		}
-		seen[c] = struct{}{}
+		seen.Add(c)
 		if err := visit(c, data); err != nil {
 			return nil, nil, err
 		}
@@ -115,7 +137,7 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 		spot := trees[len(trees)-1]
 		t := spot.CID
 		trees = trees[:len(trees)-1]
-		if _, ok := seen[t]; ok {
+		if seen.Has(t) {
 			first, ok := at[t]
 			if !ok || spot.Inside(first) {
 				continue // a problem already, or it fits as it fitted there
@@ -125,7 +147,7 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 			}
 			continue
 		}
-		seen[t] = struct{}{}
+		seen.Add(t)
 		if opts.Held != nil && opts.Held(t) {
 			if err := ranges.Fits(ctx, spot); err != nil {
 				problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
@@ -152,7 +174,7 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 		for i := len(vals) - 1; i >= 0; i-- { // last first, as a stack of them would
 			v := vals[i]
 			if opts.Held != nil && opts.Held(v) {
-				seen[v] = struct{}{}
+				seen.Add(v)
 				continue
 			}
 			if opts.VerifyValues && v.Codec() == objects.CodecDagCBOR {
@@ -163,10 +185,10 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 				}
 				checked[v] = true
 				err := objects.CheckValue(ctx, bs, v, func(c objects.CID, data []byte) error {
-					if _, ok := seen[c]; ok {
+					if seen.Has(c) {
 						return nil
 					}
-					seen[c] = struct{}{}
+					seen.Add(c)
 					if err := visit(c, data); err != nil {
 						return visitError{err}
 					}
@@ -188,7 +210,7 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 			}
 		}
 	}
-	return seen, problems, nil
+	return own, problems, nil
 }
 
 // visitError marks an error of WalkOptions.Visit, which stops a walk.
@@ -217,17 +239,17 @@ func valueProblem(v, t objects.CID, err error) Problem {
 // nodes and chunks, checking each node where it sits (but not the sizes
 // and the sha256, which need the content in order: VerifyValues) and each
 // raw block's presence (its bytes, with VerifyValues or Visit).
-func walkValue(ctx context.Context, bs objects.BlockStore, v, t objects.CID, opts WalkOptions, seen Reach, visit func(objects.CID, []byte) error) ([]Problem, error) {
+func walkValue(ctx context.Context, bs objects.BlockStore, v, t objects.CID, opts WalkOptions, seen ReachSet, visit func(objects.CID, []byte) error) ([]Problem, error) {
 	var problems []Problem
 	stack := []objects.ChunkSpot{{CID: v}}
 	for len(stack) > 0 {
 		sp := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		c := sp.CID
-		if _, ok := seen[c]; ok {
+		if seen.Has(c) {
 			continue
 		}
-		seen[c] = struct{}{}
+		seen.Add(c)
 		via := "value in tree " + t.Short()
 		if c != v {
 			via = "chunk of value " + v.Short() + " in tree " + t.Short()

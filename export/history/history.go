@@ -326,9 +326,10 @@ type Shipper struct {
 	Blobs   walrus.Store
 	Pointer Pointer
 	Options walrus.StoreOptions
-	// MaxPack bounds the bytes of one pack's CAR (default
-	// snapshot.DefaultCARMaxStaged, what a reader holds in memory while it
-	// checks a pack): a push whose new history is larger goes out in
+	// MaxPack bounds what one pack's CAR counts against a reader's memory
+	// (CARStats.Staged: its bytes and a per-block overhead; default
+	// snapshot.DefaultCARMaxStaged, what a reader holds while it checks a
+	// pack): a push whose new history is larger goes out in
 	// several packs, and one with a single commit that alone is larger is
 	// refused before anything is uploaded, rather than publishing a
 	// history no reader takes.
@@ -541,7 +542,7 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if err != nil {
 		return nil, err
 	}
-	if st.Bytes > maxPack {
+	if st.Staged() > maxPack {
 		car = bytes.Buffer{}
 		if plan, err = s.splitPacks(ctx, h.Commit, base, lo, maxPack); err != nil {
 			return nil, err
@@ -560,8 +561,8 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 			if pack, st, err = s.writePack(ctx, &car, head, base, lo); err != nil {
 				return nil, err
 			}
-			if st.Bytes > maxPack { // splitPacks measured it
-				return nil, fmt.Errorf("history: pack %d of %d came to %d bytes, over %d", i+1, len(plan), st.Bytes, maxPack)
+			if st.Staged() > maxPack { // splitPacks measured it
+				return nil, fmt.Errorf("history: pack %d of %d came to %d bytes to stage, over %d", i+1, len(plan), st.Staged(), maxPack)
 			}
 		}
 		if pack.Blob, pack.SHA256, pack.Size, err = s.putSealed(ctx, car.Bytes()); err != nil {
@@ -720,7 +721,7 @@ func (s *Shipper) splitPacks(ctx context.Context, head objects.CID, b *packBase,
 	for from := 0; from < len(line); {
 		size := func(i int) (int64, error) {
 			_, st, err := s.writePack(ctx, io.Discard, line[i], b, lo)
-			return st.Bytes, err
+			return st.Staged(), err
 		}
 		best := -1
 		for l, h := from, len(line)-1; l <= h; {

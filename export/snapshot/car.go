@@ -17,6 +17,11 @@ type CARStats struct {
 	Bytes  int64
 }
 
+// Staged is at least what ReadCAR counts against CAROptions.MaxStaged for
+// this CAR: its bytes and CARBlockOverhead per block. A writer whose CAR
+// must be read whole (a history pack) bounds this, not Bytes.
+func (s CARStats) Staged() int64 { return s.Bytes + int64(s.Blocks)*CARBlockOverhead }
+
 // WriteCAR writes a CARv1 file whose root is commit and which holds every
 // block reachable from it (the commit, its ancestors, their tree nodes and
 // values), each once, in dag.Walk's order: commits before their trees, a

@@ -126,7 +126,7 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 	imp.Root = root
 
 	// Frames.
-	st := &carStage{blocks: map[objects.CID]*stagedBlock{}}
+	st := newCARStage()
 	maxFrame := uint64(o.MaxBlock) + 36
 	for {
 		if err := ctx.Err(); err != nil {
@@ -151,45 +151,44 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 		if err != nil {
 			return imp, err
 		}
-		if _, dup := st.blocks[c]; dup {
+		if st.has(c) {
 			continue // same CID, verified: same bytes; stored once
 		}
-		if st.bytes+int64(len(data)) > o.MaxStaged {
-			return imp, limitCAR(at, "the CAR's blocks exceed %d bytes (MaxStaged), the most held in memory before they are checked", o.MaxStaged)
+		if cost := st.cost + blockCost(len(data)); cost > o.MaxStaged {
+			return imp, limitCAR(at, "the CAR's blocks would take %d bytes of memory (%d blocks and %d bytes of them, at %d bytes per block beside its bytes), more than %d (MaxStaged), the most held before they are checked", cost, st.len()+1, st.data+int64(len(data)), CARBlockOverhead, o.MaxStaged)
 		}
-		sb, err := classify(c, data, at)
+		kind, err := classify(c, data, at)
 		if err != nil {
 			return imp, err
 		}
-		st.blocks[c] = sb
-		st.order = append(st.order, c)
-		st.bytes += int64(len(data))
+		st.add(c, frame, kind)
 	}
 	imp.Bytes = cr.n
-	imp.Blocks = len(st.blocks)
+	imp.Blocks = st.len()
 
 	// The root: a commit.
-	if sb, ok := st.blocks[root]; ok && sb.kind != kindCommit {
-		return imp, badCAR(-1, "root %s is a %s, not a commit: %w", root, sb.kind, objects.ErrBadObject)
+	if m := st.meta(root); m != nil && m.kind != kindCommit {
+		return imp, badCAR(-1, "root %s is a %s, not a commit: %w", root, m.kind, objects.ErrBadObject)
 	}
 
 	// The graph: everything the root reaches is in the CAR or in bs, and is
 	// what its link says it is (Walk decodes commits as commits, tree
 	// nodes as tree nodes, chunked values as chunk nodes).
-	view := &carView{staged: st.blocks, bs: bs}
-	reach, problems, err := dag.Walk(ctx, view, []objects.CID{root}, dag.WalkOptions{
+	view := &carView{st: st, bs: bs}
+	_, problems, err := dag.Walk(ctx, view, []objects.CID{root}, dag.WalkOptions{
+		Reached:      st,
 		VerifyValues: true, // chunked values read as the reader reads them
 		// What bs holds is whole and checked there: a tree node of it must
 		// fit where the CAR links it, a value of it is not read again.
 		Held: func(c objects.CID) bool {
-			if _, ok := st.blocks[c]; ok {
+			if st.has(c) {
 				return false
 			}
 			ok, err := bs.Has(ctx, c)
 			return err == nil && ok
 		},
 		Cut: func(child, parent objects.CID) bool {
-			if _, ok := st.blocks[parent]; ok {
+			if st.has(parent) {
 				return false
 			}
 			if o.Cut != nil && o.Cut(child, parent) {
@@ -217,9 +216,9 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 		}
 		return imp, fmt.Errorf("%w: block %s (reached via %s from root %s)%s: %w", ErrBadCAR, p.CID, p.Via, root, more, p.Err)
 	}
-	for _, c := range st.order {
-		if _, ok := reach[c]; !ok {
-			return imp, badCAR(-1, "block %s is not reachable from the root %s", c, root)
+	for i := range st.len() {
+		if !st.at(i).reached {
+			return imp, badCAR(-1, "block %s is not reachable from the root %s", st.cid(i), root)
 		}
 	}
 
@@ -236,26 +235,27 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 		batch, batchBytes = batch[:0], 0
 		return nil
 	}
-	for _, c := range st.postorder(root) {
+	err = st.postorder(root, func(c objects.CID, data []byte) error {
 		if err := ctx.Err(); err != nil {
-			return imp, err
+			return err
 		}
 		ok, err := bs.Has(ctx, c)
 		if err != nil {
-			return imp, fmt.Errorf("snapshot: CAR: %w", err)
+			return fmt.Errorf("snapshot: CAR: %w", err)
 		}
 		if ok {
-			continue
+			return nil
 		}
-		data := st.blocks[c].data
 		batch = append(batch, objects.Block{CID: c, Data: data})
 		batchBytes += len(data)
 		imp.New++
 		if batchBytes >= carPutBatch {
-			if err := flush(); err != nil {
-				return imp, err
-			}
+			return flush()
 		}
+		return nil
+	})
+	if err != nil {
+		return imp, err
 	}
 	return imp, flush()
 }
@@ -279,6 +279,7 @@ type carReader struct {
 	br  *bufio.Reader
 	n   int64 // bytes consumed
 	max int64 // > 0: at most this many
+	buf []byte
 }
 
 // uvarint reads an unsigned varint as multiformats defines it (at most 9
@@ -329,12 +330,16 @@ func (cr *carReader) uvarint(limit uint64, what string) (uint64, error) {
 	return v, nil
 }
 
-// full reads exactly n bytes (n is already bounded by the caller).
+// full reads exactly n bytes (n is already bounded by the caller) into a
+// buffer it reuses at the next call.
 func (cr *carReader) full(n int, what string) ([]byte, error) {
 	if cr.max > 0 && cr.n+int64(n) > cr.max {
 		return nil, limitCAR(cr.n, "a %d-byte %s would take the input beyond %d bytes (MaxBytes)", n, what, cr.max)
 	}
-	buf := make([]byte, n)
+	if cap(cr.buf) < n {
+		cr.buf = make([]byte, n)
+	}
+	buf := cr.buf[:n]
 	k, err := io.ReadFull(cr.br, buf)
 	cr.n += int64(k)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -406,28 +411,22 @@ func (k blockKind) String() string {
 	return [...]string{"value", "commit", "tree node", "chunk node"}[k]
 }
 
-type stagedBlock struct {
-	data  []byte
-	kind  blockKind
-	links []objects.CID
-}
-
 // classify decodes a verified block as one of the store's objects.
-func classify(c objects.CID, data []byte, at int64) (*stagedBlock, error) {
+func classify(c objects.CID, data []byte, at int64) (blockKind, error) {
 	if c.Codec() == objects.CodecRaw {
-		return &stagedBlock{data: data, kind: kindValue}, nil
+		return kindValue, nil
 	}
-	cm, errC := objects.DecodeCommit(data)
+	_, errC := objects.DecodeCommit(data)
 	if errC == nil {
-		return &stagedBlock{data: data, kind: kindCommit, links: append([]objects.CID{cm.Tree}, cm.Parents...)}, nil
+		return kindCommit, nil
 	}
-	subs, vals, errT := objects.NodeLinks(data)
+	_, _, errT := objects.NodeLinks(data)
 	if errT == nil {
-		return &stagedBlock{data: data, kind: kindTree, links: append(subs, vals...)}, nil
+		return kindTree, nil
 	}
-	chunks, errK := objects.ChunkLinks(data)
+	_, errK := objects.ChunkLinks(data)
 	if errK == nil {
-		return &stagedBlock{data: data, kind: kindChunk, links: chunks}, nil
+		return kindChunk, nil
 	}
 	// Name the kind the block is closest to: one whose decoder found it
 	// non-canonical, else all three.
@@ -436,61 +435,194 @@ func classify(c objects.CID, data []byte, at int64) (*stagedBlock, error) {
 		err  error
 	}{{"commit", errC}, {"tree node", errT}, {"chunk node", errK}} {
 		if errors.Is(e.err, objects.ErrNonCanonical) {
-			return nil, badCAR(at, "block %s is a %s not in canonical form: %w", c, e.kind, e.err)
+			return 0, badCAR(at, "block %s is a %s not in canonical form: %w", c, e.kind, e.err)
 		}
 	}
-	return nil, badCAR(at, "block %s is not a commit, tree node or chunk node (commit: %v; tree node: %v; chunk node: %w)", c, errC, errT, errK)
+	return 0, badCAR(at, "block %s is not a commit, tree node or chunk node (commit: %v; tree node: %v; chunk node: %w)", c, errC, errT, errK)
 }
 
-// carStage holds the CAR's blocks until they are checked.
+// links returns the CIDs a staged block of kind links to.
+func links(kind blockKind, data []byte) []objects.CID {
+	switch kind {
+	case kindCommit:
+		cm, err := objects.DecodeCommit(data)
+		if err != nil {
+			return nil
+		}
+		return append([]objects.CID{cm.Tree}, cm.Parents...)
+	case kindTree:
+		subs, vals, _ := objects.NodeLinks(data)
+		return append(subs, vals...)
+	case kindChunk:
+		ls, _ := objects.ChunkLinks(data)
+		return ls
+	}
+	return nil
+}
+
+// CARBlockOverhead is what ReadCAR counts against MaxStaged for each
+// distinct block beside its bytes and its CID's 36: the block's entries in
+// the stage's index and list (about 90 bytes) and a share of what checking
+// the graph holds per block (the walk's marks, tree nodes' places), rounded
+// up. Peak memory of a refused import stays near MaxStaged (measured in
+// docs/snapshot.md) however small the blocks.
+const CARBlockOverhead = 128
+
+// blockCost is what a block of n bytes counts against MaxStaged.
+func blockCost(n int) int64 { return int64(n) + 36 + CARBlockOverhead }
+
+// stageKey is a CID's 36 bytes: a map key without an allocation per block.
+type stageKey [36]byte
+
+func keyOf(c objects.CID) (k stageKey, ok bool) {
+	s := c.KeyString()
+	if len(s) != len(k) {
+		return k, false
+	}
+	copy(k[:], s)
+	return k, true
+}
+
+// stageMeta is a staged block: its frame (CID then bytes) in the arena.
+type stageMeta struct {
+	frame   []byte
+	kind    blockKind
+	reached bool // the graph check reached it (dag.WalkOptions.Reached)
+	done    bool // postorder
+}
+
+// carStage holds the CAR's blocks until they are checked: the frames in
+// large arena chunks, an index by CID, and per block a stageMeta.
 type carStage struct {
-	blocks map[objects.CID]*stagedBlock
-	order  []objects.CID // first appearance in the CAR
-	bytes  int64
+	index map[stageKey]uint32
+	metas [][]stageMeta // in first appearance in the CAR, in chunks of metaChunk (never copied to grow)
+	n     int           // blocks staged
+	arena []byte        // the chunk being filled
+	data  int64         // bytes of blocks
+	cost  int64         // what they count against MaxStaged
+	other dag.Reach     // blocks reached that are not staged (the store's)
 }
 
-// postorder lists every staged block, each after the staged blocks it
-// links to (children before parents), starting from root.
-func (st *carStage) postorder(root objects.CID) []objects.CID {
-	out := make([]objects.CID, 0, len(st.blocks))
-	done := make(map[objects.CID]bool, len(st.blocks))
-	type frame struct {
-		c objects.CID
-		i int
+const (
+	arenaChunk = 4 << 20
+	metaChunk  = 1 << 16
+)
+
+// at returns the i-th staged block.
+func (st *carStage) at(i int) *stageMeta { return &st.metas[i/metaChunk][i%metaChunk] }
+
+func newCARStage() *carStage {
+	return &carStage{index: map[stageKey]uint32{}, other: dag.Reach{}}
+}
+
+func (st *carStage) len() int { return st.n }
+
+func (st *carStage) add(c objects.CID, frame []byte, kind blockKind) {
+	k, _ := keyOf(c)
+	if len(frame) > cap(st.arena)-len(st.arena) {
+		st.arena = make([]byte, 0, max(arenaChunk, len(frame)))
 	}
-	visit := func(start objects.CID) {
-		if _, ok := st.blocks[start]; !ok || done[start] {
-			return
+	st.arena = append(st.arena, frame...)
+	f := st.arena[len(st.arena)-len(frame) : len(st.arena) : len(st.arena)]
+	if st.n%metaChunk == 0 {
+		st.metas = append(st.metas, make([]stageMeta, 0, metaChunk))
+	}
+	last := &st.metas[len(st.metas)-1]
+	*last = append(*last, stageMeta{frame: f, kind: kind})
+	st.index[k] = uint32(st.n)
+	st.n++
+	st.data += int64(len(frame) - 36)
+	st.cost += blockCost(len(frame) - 36)
+}
+
+func (st *carStage) meta(c objects.CID) *stageMeta {
+	k, ok := keyOf(c)
+	if !ok {
+		return nil
+	}
+	i, ok := st.index[k]
+	if !ok {
+		return nil
+	}
+	return st.at(int(i))
+}
+
+func (st *carStage) has(c objects.CID) bool { return st.meta(c) != nil }
+
+// cid returns the CID of the i-th staged block.
+func (st *carStage) cid(i int) objects.CID {
+	c, _ := objects.CIDFromBytes(st.at(i).frame[:36])
+	return c
+}
+
+// Has and Add make the stage the graph check's set of blocks reached.
+func (st *carStage) Has(c objects.CID) bool {
+	if m := st.meta(c); m != nil {
+		return m.reached
+	}
+	return st.other.Has(c)
+}
+
+func (st *carStage) Add(c objects.CID) {
+	if m := st.meta(c); m != nil {
+		m.reached = true
+		return
+	}
+	st.other.Add(c)
+}
+
+// postorder calls fn with every staged block, each after the staged blocks
+// it links to (children before parents), starting from root, with an
+// explicit stack.
+func (st *carStage) postorder(root objects.CID, fn func(c objects.CID, data []byte) error) error {
+	type frame struct {
+		m     *stageMeta
+		links []objects.CID
+		i     int
+	}
+	visit := func(start *stageMeta) error {
+		if start == nil || start.done {
+			return nil
 		}
-		done[start] = true
-		stack := []frame{{c: start}}
+		start.done = true
+		stack := []frame{{m: start, links: links(start.kind, start.frame[36:])}}
 		for len(stack) > 0 {
 			f := &stack[len(stack)-1]
-			links := st.blocks[f.c].links
-			if f.i < len(links) {
-				l := links[f.i]
+			if f.i < len(f.links) {
+				l := f.links[f.i]
 				f.i++
-				if _, ok := st.blocks[l]; ok && !done[l] {
-					done[l] = true
-					stack = append(stack, frame{c: l})
+				if m := st.meta(l); m != nil && !m.done {
+					m.done = true
+					stack = append(stack, frame{m: m, links: links(m.kind, m.frame[36:])})
 				}
 				continue
 			}
-			out = append(out, f.c)
+			c, err := objects.CIDFromBytes(f.m.frame[:36])
+			if err != nil {
+				return err
+			}
+			if err := fn(c, f.m.frame[36:]); err != nil {
+				return err
+			}
 			stack = stack[:len(stack)-1]
 		}
+		return nil
 	}
-	visit(root)
-	for _, c := range st.order {
-		visit(c)
+	if err := visit(st.meta(root)); err != nil {
+		return err
 	}
-	return out
+	for i := range st.n {
+		if err := visit(st.at(i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // carView is what the graph check walks: the staged blocks, then bs.
 type carView struct {
-	staged map[objects.CID]*stagedBlock
-	bs     objects.BlockStore
+	st *carStage
+	bs objects.BlockStore
 }
 
 // storeError marks an error of bs itself (not a missing or corrupt block).
@@ -500,8 +632,8 @@ func (e storeError) Error() string { return e.err.Error() }
 func (e storeError) Unwrap() error { return e.err }
 
 func (v *carView) Get(ctx context.Context, c objects.CID) ([]byte, error) {
-	if sb, ok := v.staged[c]; ok {
-		return sb.data, nil
+	if m := v.st.meta(c); m != nil {
+		return m.frame[36:], nil
 	}
 	data, err := v.bs.Get(ctx, c)
 	if err != nil && !errors.Is(err, objects.ErrNotFound) && !errors.Is(err, objects.ErrHashMismatch) && ctx.Err() == nil {
@@ -511,7 +643,7 @@ func (v *carView) Get(ctx context.Context, c objects.CID) ([]byte, error) {
 }
 
 func (v *carView) Has(ctx context.Context, c objects.CID) (bool, error) {
-	if _, ok := v.staged[c]; ok {
+	if v.st.has(c) {
 		return true, nil
 	}
 	ok, err := v.bs.Has(ctx, c)

@@ -1,12 +1,16 @@
 package snapshot_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/objects/memstore"
 	"github.com/agentstate/agentstate/objects/objectstest"
 )
 
@@ -78,4 +82,46 @@ func verifyOK(t *testing.T, r *repo.Repo) {
 	if err != nil || len(rep.Problems) > 0 {
 		t.Fatalf("verify: %v %v", err, rep.Problems)
 	}
+}
+
+// MaxStaged counts what a block costs in memory, not its bytes alone: a
+// sound CAR of 20,000 values of 4 bytes (80 KB of content) is refused under
+// a 2 MiB bound (its CIDs and per-block entries take more), and nothing is
+// written; the same CAR imports under a bound its Staged figure meets.
+func TestReadCARCountsPerBlockCost(t *testing.T) {
+	ctx := context.Background()
+	ms := memstore.New()
+	tr := objects.NewTree(ms)
+	for i := range 20_000 {
+		v := objects.NewValue(binary.BigEndian.AppendUint32(nil, uint32(i)))
+		if err := ms.Put(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Put(ctx, fmt.Sprintf("k/%05d", i), v.CID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := tr.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := objectstest.Commit(root, "many tiny values")
+	if err := ms.Put(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	st, err := snapshot.WriteCAR(ctx, &buf, ms, c.CID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Bytes > 2<<20 {
+		t.Fatalf("the CAR has %d bytes: the test wants one under 2 MiB", st.Bytes)
+	}
+	r := seeded(t)
+	err = mustRefuse(t, r, buf.Bytes(), snapshot.CAROptions{MaxStaged: 2 << 20}, snapshot.ErrCARLimit)
+	t.Log(err)
+	if _, err := snapshot.ReadCAR(ctx, bytes.NewReader(buf.Bytes()), r.Blocks, snapshot.CAROptions{MaxStaged: st.Staged()}); err != nil {
+		t.Fatalf("under its Staged figure, %d: %v", st.Staged(), err)
+	}
+	verifyOK(t, r)
 }
