@@ -239,25 +239,23 @@ func walkParallel(ctx context.Context, root [2]string, visit func(p, key string)
 	return firstErr
 }
 
-// readRegular reads a file without following a symlink swapped in since the scan.
-func readRegular(p string) ([]byte, error) {
+// openRegular opens p to read without following a symlink, and refuses
+// anything but a regular file (one that changed since the scan).
+func openRegular(p string) (*os.File, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		return nil, fmt.Errorf("export: reading %s: %w", p, err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("export: reading %s: %w", p, err)
 	}
 	if !fi.Mode().IsRegular() {
+		f.Close()
 		return nil, fmt.Errorf("%w: %s changed into %s while being read", ErrBadEntry, p, fi.Mode().Type())
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("export: reading %s: %w", p, err)
-	}
-	return data, nil
+	return f, nil
 }
 
 // CheckoutReport says what a checkout changed.

@@ -1,8 +1,11 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -108,12 +111,52 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 // objects.NewFileValue (the one way content becomes a value, so large files
 // are chunked exactly as on every other path), stores the blocks in batches
 // and calls done, from one goroutine, with each file's index and value CID.
+// A file over the chunking threshold streams into the store as it is read
+// (objects.WriteValue, the same CID), so memory does not grow with file size.
 func StoreFiles(ctx context.Context, bs objects.BlockStore, files []ScannedFile, done func(i int, v objects.CID) error) error {
 	idx := make([]int, len(files))
 	for i := range idx {
 		idx[i] = i
 	}
 	return readInto(ctx, bs, files, idx, done)
+}
+
+// readValue reads the file at p as a value. Content up to the chunking
+// threshold comes back as its blocks, for the caller to store in a batch
+// with other files'; a longer file streams into bs as it is read
+// (objects.WriteValue, the same CID as objects.NewFileValue), so a worker
+// holds a few MiB of it whatever its size.
+func readValue(ctx context.Context, bs objects.BlockStore, p string) (objects.CID, []objects.Block, int, error) {
+	f, err := openRegular(p)
+	if err != nil {
+		return objects.CID{}, nil, 0, err
+	}
+	defer f.Close()
+	head := make([]byte, objects.ChunkThreshold+1)
+	n, err := io.ReadFull(f, head)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		v, blocks := objects.NewFileValue(head[:n])
+		return v, blocks, n, nil
+	}
+	if err != nil {
+		return objects.CID{}, nil, 0, fmt.Errorf("export: reading %s: %w", p, err)
+	}
+	v, _, err := objects.WriteValue(ctx, bs, io.MultiReader(bytes.NewReader(head), readErrs{f, p}))
+	return v, nil, 0, err
+}
+
+// readErrs names the file in a read error, so it is not taken for the store's.
+type readErrs struct {
+	f *os.File
+	p string
+}
+
+func (r readErrs) Read(b []byte) (int, error) {
+	n, err := r.f.Read(b)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("export: reading %s: %w", r.p, err)
+	}
+	return n, err
 }
 
 // readInto reads the files at the given indexes in parallel, stores their
@@ -139,13 +182,8 @@ func readInto(ctx context.Context, bs objects.BlockStore, files []ScannedFile, i
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				data, err := readRegular(files[i].Path)
-				if err != nil {
-					results <- result{i: i, err: err}
-					continue
-				}
-				v, blocks := objects.NewFileValue(data)
-				results <- result{i: i, v: v, blocks: blocks, size: len(data)}
+				v, blocks, size, err := readValue(ctx, bs, files[i].Path)
+				results <- result{i: i, v: v, blocks: blocks, size: size, err: err}
 			}
 		}()
 	}
