@@ -401,6 +401,14 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 	if err != nil {
 		return rep, err
 	}
+	for p := root; ; p = filepath.Dir(p) {
+		if isGit(filepath.Base(p)) {
+			return rep, fmt.Errorf("%w: refusing to check out into %s: it is inside the git directory %s; nothing was written", ErrGitDir, dir, p)
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
 	want := map[string]bool{}
 	wantDirs := map[string]bool{}
 	var jobs []checkoutJob

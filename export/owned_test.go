@@ -172,6 +172,15 @@ func TestCheckoutOverAGitRepository(t *testing.T) {
 			t.Fatal("the refused checkout created the directory")
 		}
 	}
+	// A target that is, or is inside, a .git is refused.
+	for _, target := range []string{".git", ".git/hooks", ".GIT/new"} {
+		if _, err := export.CheckoutWith(ctx, bs, tree, filepath.Join(proj, target), export.CheckoutOptions{Force: true}); !errors.Is(err, export.ErrGitDir) {
+			t.Fatalf("checkout into %s: %v, want ErrGitDir", target, err)
+		}
+	}
+	if got := under(snapshotDir(t, proj), ".git"); !maps.Equal(gitBefore, got) {
+		t.Fatal("a refused checkout into .git changed it")
+	}
 	// A .git file (a git worktree's link) in a directory the tree lacks is
 	// kept, with the directory, when the rest goes; a tree file replacing a
 	// directory that holds a .git is refused.
