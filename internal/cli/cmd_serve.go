@@ -25,6 +25,7 @@ func newServeCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "read-token-file", Usage: "read-only bearer tokens for TCP, one per line"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve TCP with TLS: PEM certificate (chain) file"},
 			&cli.StringFlag{Name: "tls-key", Usage: "PEM private key of --tls-cert"},
+			&cli.StringSliceFlag{Name: "http-host", Usage: "a host name browsers reach the TCP address by without TLS (beside IP addresses and localhost; others are refused: DNS rebinding); repeatable"},
 			&cli.BoolFlag{Name: "ui", Usage: "serve the time-travel page at / of the TCP address (without --listen: 127.0.0.1, a free port, and a read-only token made for this run)"},
 			&cli.DurationFlag{Name: "forget-every", Usage: "with --keep-* flags: apply that retention policy to every agent this often, beside the writers (default 1h)"},
 		},
@@ -40,7 +41,7 @@ func (e *env) runServe(c *cli.Context) error {
 	if e.served != nil {
 		return fmt.Errorf("this store is already served by this process (pid %d)", os.Getpid())
 	}
-	opts := remote.Options{Holder: "agentstate serve", Exec: Exec, Listen: c.String("listen")}
+	opts := remote.Options{Holder: "agentstate serve", Exec: Exec, Listen: c.String("listen"), HTTPHosts: c.StringSlice("http-host")}
 	var err error
 	if opts.Tokens, err = readTokens(e.path(c.String("token-file"))); err != nil {
 		return err

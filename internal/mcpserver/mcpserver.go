@@ -83,12 +83,13 @@ func Handler(v *inspect.View, readOnly func(*http.Request) bool, o Options) http
 	ro, rw := o, o
 	ro.ReadOnly, rw.ReadOnly = true, false
 	roS, rwS := NewServer(v, ro), NewServer(v, rw)
-	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		if o.ReadOnly || readOnly(r) {
 			return roS
 		}
 		return rwS
-	}, nil)
+	}, &sdk.StreamableHTTPOptions{SessionTimeout: SessionTimeout})
+	return capSessions(h, MaxSessions, SessionTimeout) // sessions.go
 }
 
 // ServeStdio serves MCP on in and out (newline-delimited JSON-RPC) until in

@@ -5,7 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
-	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,8 +18,17 @@ import (
 const Header = "DRPC!!!1"
 
 // CookieName is the cookie that carries a browser's token once it has
-// opened the address with ?token=.
-const CookieName = "agentstate_token"
+// opened the address with ?token=: "agentstate_token_" and the port served,
+// so that another service on the same host (cookies do not tell ports
+// apart) is never sent it under a name it would read as its own, and two
+// servers on one host do not overwrite each other's.
+func CookieName(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "agentstate_token"
+	}
+	return "agentstate_token_" + port
+}
 
 type accessKey struct{}
 
@@ -55,11 +64,14 @@ func (s *Server) httpServer(ctx context.Context) *http.Server {
 // authHTTP admits a request that carries a token: "Authorization: Bearer
 // TOKEN" on any request; the cookie only on GET and HEAD (so that another
 // site cannot make a browser write with it); "?token=" on a GET, which sets
-// the cookie and redirects to the same address without it.
+// the cookie and redirects to the same path on this origin without it. A
+// request a browser may have made (an Origin header, the cookie, ?token=)
+// must name this server in Host and come from its own origin (checkOrigin).
 func (s *Server) authHTTP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		safe := r.Method == http.MethodGet || r.Method == http.MethodHead
-		tok, fromQuery := "", false
+		cookie := CookieName(s.TCPAddr())
+		tok, fromQuery, browser := "", false, r.Header.Get("Origin") != ""
 		if a := r.Header.Get("Authorization"); a != "" {
 			scheme, t, ok := strings.Cut(a, " ")
 			if !ok || !strings.EqualFold(scheme, "Bearer") {
@@ -68,9 +80,15 @@ func (s *Server) authHTTP(next http.Handler) http.Handler {
 			}
 			tok = strings.TrimSpace(t)
 		} else if q := r.URL.Query().Get("token"); q != "" && safe {
-			tok, fromQuery = q, true
-		} else if c, err := r.Cookie(CookieName); err == nil && safe {
-			tok = c.Value
+			tok, fromQuery, browser = q, true, true
+		} else if c, err := r.Cookie(cookie); err == nil && safe {
+			tok, browser = c.Value, true
+		}
+		if browser {
+			if msg := s.checkOrigin(r); msg != "" {
+				forbid(w, msg)
+				return
+			}
 		}
 		if tok == "" {
 			deny(w, "a token is required: open the address 'agentstate serve' printed (it ends in ?token=...), or send 'Authorization: Bearer TOKEN'")
@@ -86,18 +104,61 @@ func (s *Server) authHTTP(next http.Handler) http.Handler {
 			return
 		}
 		if fromQuery {
-			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok, Path: "/", HttpOnly: true,
+			http.SetCookie(w, &http.Cookie{Name: cookie, Value: tok, Path: "/", HttpOnly: true,
 				SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-			u := *r.URL
-			q := u.Query()
+			q := r.URL.Query()
 			q.Del("token")
-			u.RawQuery = q.Encode()
+			// The same path on this origin: never "//host/..." or "/\\host",
+			// which a browser would take for another site.
+			loc := "/" + strings.TrimLeft(r.URL.EscapedPath(), "/\\")
+			if enc := q.Encode(); enc != "" {
+				loc += "?" + enc
+			}
 			w.Header().Set("Referrer-Policy", "no-referrer")
-			http.Redirect(w, r, (&url.URL{Path: u.Path, RawQuery: u.RawQuery}).String(), http.StatusSeeOther)
+			w.Header().Set("Location", loc)
+			w.WriteHeader(http.StatusSeeOther)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithReadOnly(r.Context(), readOnly)))
 	})
+}
+
+// checkOrigin checks what a browser sent (DNS rebinding: a page of another
+// site whose name was made to resolve to this address): Host must be an
+// address this server is reached at (an IP address, localhost, a name in
+// Options.HTTPHosts, or any name with TLS, whose certificate binds it), and
+// Origin, when present, this server's own origin. It returns why not, or "".
+func (s *Server) checkOrigin(r *http.Request) string {
+	host := r.Host
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	ok := s.opts.TLS != nil || net.ParseIP(name) != nil || strings.EqualFold(name, "localhost")
+	for _, h := range s.opts.HTTPHosts {
+		ok = ok || strings.EqualFold(name, h)
+	}
+	if !ok {
+		return "Host " + strconv.Quote(host) + " is not an address this server answers at (serve --http-host NAME adds a name)"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		scheme := "http://"
+		if r.TLS != nil {
+			scheme = "https://"
+		}
+		if !strings.EqualFold(o, scheme+host) {
+			return "a request from another origin (" + strconv.Quote(o) + ") is refused"
+		}
+	}
+	return ""
+}
+
+func forbid(w http.ResponseWriter, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusForbidden)
+	w.Write([]byte("agentstate: " + msg + "\n"))
 }
 
 func deny(w http.ResponseWriter, msg string) {

@@ -93,6 +93,10 @@ type Options struct {
 	// endpoint, the page), once their token is checked; ReadOnlyRequest
 	// tells a handler which kind of token it was.
 	HTTP http.Handler
+	// HTTPHosts are host names (beside IP addresses and localhost) a
+	// browser may reach the HTTP server by without TLS; any other Host is
+	// refused on a browser's request (DNS rebinding).
+	HTTPHosts []string
 	// MaxConns and MaxConnsPerHost bound the TCP listener's open
 	// connections, in all and per source address (zero:
 	// DefaultMaxConns, DefaultMaxConnsPerHost).
