@@ -635,10 +635,10 @@ func ReadReceipts(ctx context.Context, src *Repo, agent string) (*Receipts, erro
 		if len(rc.Lines) >= MaxReceiptLines || size > MaxReceiptBytes {
 			return nil, fmt.Errorf("%w: the receipts of %s are over %d lines or %d bytes", ErrTooMuch, agent, MaxReceiptLines, MaxReceiptBytes)
 		}
+		if ls, err := tape.SplitNDJSON(l); err != nil || len(ls) != 1 {
+			return nil, fmt.Errorf("sync: the receipts of %s: line %d is not a tape line: %v", agent, len(rc.Lines)+1, err)
+		}
 		rc.Lines = append(rc.Lines, l)
-	}
-	if _, err := tape.SplitNDJSON(ndjsonOf(rc.Lines)); err != nil {
-		return nil, fmt.Errorf("sync: the receipts of %s: %w", agent, err)
 	}
 	keys, err := src.TrustedKeys(ctx, agent, KeyVerifiesReceipts)
 	if err != nil {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +27,10 @@ import (
 // with a lie of its own (a stream that never ends, an answer that never
 // comes). It takes any token. It listens on 127.0.0.1 and stops with t.
 func hostilePeer(t *testing.T, r *repo.Repo, lies map[string]func(ctx context.Context, st drpc.Stream) error) string {
+	return hostilePeerB(t, t, r, lies)
+}
+
+func hostilePeerB(t testing.TB, _ *testing.T, r *repo.Repo, lies map[string]func(ctx context.Context, st drpc.Stream) error) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -96,7 +102,7 @@ func silent(ctx context.Context, st drpc.Stream) error {
 var peerLimits = Limits{Items: 10000, Bytes: 4 << 20, Wait: 300 * time.Millisecond, ListWait: 2 * time.Second}
 
 // putAgent commits key=val on agent.
-func putAgent(t *testing.T, r *repo.Repo, agent, key, val string) objects.CID {
+func putAgent(t testing.TB, r *repo.Repo, agent, key, val string) objects.CID {
 	t.Helper()
 	v := objects.NewValue([]byte(val))
 	id, err := r.Edit(context.Background(), repo.EditRequest{Agent: agent, Create: true, Message: "put " + key, Blocks: []objects.Block{v},
@@ -233,5 +239,64 @@ func TestHostilePeerStreams(t *testing.T) {
 	tr, err := dst.Transfer(ctx, repo.New(cl), "lumen", "lumen", false, refs.OpPull, "pull from "+addr)
 	if err != nil || tr.HEAD.Outcome != "fast-forward" || tr.Receipts != 1 {
 		t.Fatalf("honest pull: %+v %v", tr, err)
+	}
+}
+
+// BenchmarkEndlessListDefaultLimits: a peer whose list of agents, or of
+// receipt lines, never ends, against a client with the default limits; it
+// reports the client's peak heap while it refuses (run with
+// /usr/bin/time -v for the process's peak RSS).
+func BenchmarkEndlessListDefaultLimits(b *testing.B) {
+	ctx := context.Background()
+	src := repo.New(memory.New())
+	putAgent(b, src, "lumen", "a", "1")
+	headRec, _, _ := src.Storage.HeadRecord(ctx, "lumen")
+	pad := bytes.Repeat([]byte("x"), 1000)
+	for _, c := range []struct {
+		name string
+		rpc  string
+		m    func(i int) *rpcwire.Resp
+		do   func(src *repo.Repo) error
+	}{
+		{"agents", rpcwire.RPCHeads, func(i int) *rpcwire.Resp {
+			return &rpcwire.Resp{Agent: fmt.Sprintf("agent-%d", i), Seq: 1, Data: headRec}
+		}, func(src *repo.Repo) error { _, err := src.Refs.Agents(ctx); return err }},
+		{"receipts", rpcwire.RPCTapeLines, func(i int) *rpcwire.Resp {
+			return &rpcwire.Resp{Data: []byte(fmt.Sprintf(`{"task":"t-%d","pad":"%s"}`, i, pad))}
+		}, func(src *repo.Repo) error { _, err := repo.ReadReceipts(ctx, src, "lumen"); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				addr := hostilePeerB(b, nil, src, map[string]func(context.Context, drpc.Stream) error{c.rpc: endless(c.m)})
+				cl, err := Dial(ctx, addr, DialOptions{Token: "any"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var peak atomic.Uint64
+				stop := make(chan struct{})
+				go func() {
+					var ms goruntime.MemStats
+					for {
+						goruntime.ReadMemStats(&ms)
+						if ms.HeapAlloc > peak.Load() {
+							peak.Store(ms.HeapAlloc)
+						}
+						select {
+						case <-stop:
+							return
+						case <-time.After(20 * time.Millisecond):
+						}
+					}
+				}()
+				err = c.do(repo.New(cl))
+				close(stop)
+				cl.Close()
+				if !errors.Is(err, repo.ErrTooMuch) {
+					b.Fatalf("%s: %v", c.name, err)
+				}
+				b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+				b.Logf("%s: %v", c.name, err)
+			}
+		})
 	}
 }
