@@ -23,7 +23,7 @@ func newRestoreCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "expect", Usage: "refuse unless the bundle hash is this 0x... value"},
 			&cli.BoolFlag{Name: "history", Usage: "rebuild the whole history from the history manifest (push --history) instead of the snapshot: every commit, receipt and operator key"},
 			&cli.StringSliceFlag{Name: "pub", Usage: "with --history: trusted operator public key (FILE or 64 hex digits) that may sign the manifest; repeatable (default: the keys the store trusts for the agent, see trust ls)"},
-			&cli.Uint64Flag{Name: "min-seq", Usage: "with --history: refuse a manifest numbered below N (a store refuses one older than it has seen by itself)"},
+			&cli.Int64Flag{Name: "min-seq", Usage: "with --history: refuse a manifest numbered below N (a store refuses one older than it has seen by itself)"},
 			&cli.BoolFlag{Name: "ff-only", Usage: "with --history: refuse to merge when the agent's HEAD is not in the restored history"},
 			jsonFlag()}, walrusFlags()...),
 		Action: e.runRestore}
@@ -42,6 +42,9 @@ func (e *env) runRestore(c *cli.Context) error {
 	}
 	if !c.Bool("history") && (len(c.StringSlice("pub")) > 0 || c.Bool("ff-only") || c.IsSet("min-seq")) {
 		return usagef("--pub, --ff-only and --min-seq go with restore --history")
+	}
+	if c.Int64("min-seq") < 0 {
+		return usagef("--min-seq %d: a manifest's seq is 0 or more", c.Int64("min-seq"))
 	}
 	return e.withRepoCreate(func(r *repo.Repo) error {
 		p, cleanup, err := e.pipeline(c, r, false)

@@ -123,7 +123,7 @@ func (e *env) restoreHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline)
 	if err != nil {
 		return err
 	}
-	res, err := s.Restore(e.ctx, e.agent, keys, history.RestoreOptions{FFOnly: c.Bool("ff-only"), Expect: c.String("expect"), MinSeq: c.Uint64("min-seq")})
+	res, err := s.Restore(e.ctx, e.agent, keys, history.RestoreOptions{FFOnly: c.Bool("ff-only"), Expect: c.String("expect"), MinSeq: uint64(c.Int64("min-seq"))})
 	if err != nil {
 		var mc *repo.MergeConflictError
 		if errors.Is(err, history.ErrStale) {
