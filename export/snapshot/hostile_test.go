@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/memory"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/walrus"
@@ -202,5 +203,25 @@ func TestRestoreChecksReceiptsFirst(t *testing.T) {
 	}
 	if recs, _ := snapshot.Records(ctx, r, "lumen"); len(recs) != 0 {
 		t.Fatalf("records: %+v", recs)
+	}
+}
+
+// A damaged push record (written by an older server, or a damaged disk)
+// hides no other and stops no listing.
+func TestRecordsSkipDamaged(t *testing.T) {
+	ctx := context.Background()
+	r := repo.New(memory.New())
+	for name, v := range map[string]string{
+		"snapshots/lumen/00000000000000000001-push": `{"op":"push","agent":"lumen"}`,
+		"snapshots/lumen/00000000000000000002-push": `{"commit":5}`,
+		"snapshots/lumen/00000000000000000003-push": `not json`,
+	} {
+		if err := r.Storage.SetMeta(ctx, name, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := snapshot.Records(ctx, r, "lumen")
+	if err != nil || len(recs) != 1 || recs[0].Op != "push" {
+		t.Fatalf("records: %v %+v", err, recs)
 	}
 }

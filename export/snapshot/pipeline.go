@@ -430,7 +430,8 @@ func (p *Pipeline) record(ctx context.Context, rec Record) error {
 	return p.Repo.Storage.SetMeta(ctx, key, data)
 }
 
-// Records returns an agent's push and restore records, oldest first ("" = all agents).
+// Records returns an agent's push and restore records, oldest first ("" = all
+// agents). A record that does not decode is left out.
 func Records(ctx context.Context, r *repo.Repo, agent string) ([]Record, error) {
 	prefix := recordPrefix
 	if agent != "" {
@@ -440,7 +441,7 @@ func Records(ctx context.Context, r *repo.Repo, agent string) ([]Record, error) 
 	err := r.Storage.MetaPrefix(ctx, prefix, func(key string, v []byte) error {
 		var rec Record
 		if err := json.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("snapshot: record %s: %w", key, err)
+			return nil // damaged: it records nothing, and must not hide the others
 		}
 		out = append(out, rec)
 		return nil
