@@ -15,7 +15,10 @@ import (
 // The stat cache answers "is this file unchanged since it was last read or
 // written?" for a brain directory, like git's index. ImportDir reads and
 // refreshes it; Checkout (with CheckoutOptions.Cache) records what it wrote
-// or found unchanged, so the next ImportDir need not read those files again.
+// or found unchanged, so the next ImportDir need not read those files again,
+// and the next checkout knows them as the store's own: it replaces or
+// removes only recorded files, unchanged since, and files identical to its
+// tree (CheckoutWith).
 // One record per directory, in a MetaStore under "statcache/" + the
 // directory's absolute path: the tree the entries make, when the stats were
 // taken, and per file its key, stat and value.
