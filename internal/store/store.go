@@ -287,6 +287,7 @@ func open(dir string, opts Options) (*Store, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			s.mapped = real
+			shedMapped(real) // what opening read (table indexes, the log replayed)
 		}
 	}
 	if writable {
