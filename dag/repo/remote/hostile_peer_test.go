@@ -98,8 +98,13 @@ func silent(ctx context.Context, st drpc.Stream) error {
 }
 
 // peerLimits are small bounds for the tests (the defaults are the same
-// mechanism with larger figures).
-var peerLimits = Limits{Items: 10000, Bytes: 4 << 20, Wait: 300 * time.Millisecond, ListWait: 2 * time.Second}
+// mechanism with larger figures): an endless list ends at its items or
+// bytes long before ListWait; dripLimits' ListWait ends a list that drips
+// more often than Wait.
+var (
+	peerLimits = Limits{Items: 10000, Bytes: 4 << 20, Wait: 2 * time.Second, ListWait: 10 * time.Minute}
+	dripLimits = Limits{Items: 10000, Bytes: 4 << 20, Wait: 2 * time.Second, ListWait: 5 * time.Second}
+)
 
 // putAgent commits key=val on agent.
 func putAgent(t testing.TB, r *repo.Repo, agent, key, val string) objects.CID {
@@ -166,19 +171,20 @@ func TestHostilePeerStreams(t *testing.T) {
 		lies map[string]func(context.Context, drpc.Stream) error
 		do   func(src *repo.Repo) error
 		want error
+		lim  *Limits
 	}{
 		// First: the later cases' transfers leave the blocks here
 		// (unreferenced), and then need no block from the peer.
-		{"a block never sent", map[string]func(context.Context, drpc.Stream) error{rpcwire.RPCGet: silent}, nil, ErrTimeout},
+		{"a block never sent", map[string]func(context.Context, drpc.Stream) error{rpcwire.RPCGet: silent}, nil, ErrTimeout, nil},
 		{"endless agents", map[string]func(context.Context, drpc.Stream) error{rpcwire.RPCHeads: endless(func(i int) *rpcwire.Resp {
 			return &rpcwire.Resp{Agent: fmt.Sprintf("agent-%d", i), Seq: 1, Data: headRec}
-		})}, func(src *repo.Repo) error { _, err := src.Refs.Agents(ctx); return err }, repo.ErrTooMuch},
+		})}, func(src *repo.Repo) error { _, err := src.Refs.Agents(ctx); return err }, repo.ErrTooMuch, nil},
 		{"endless receipts", map[string]func(context.Context, drpc.Stream) error{rpcwire.RPCTapeLines: endless(func(i int) *rpcwire.Resp {
 			return &rpcwire.Resp{Data: []byte(fmt.Sprintf(`{"task":"t-%d","pad":"%s"}`, i, line))}
-		})}, nil, repo.ErrTooMuch},
+		})}, nil, repo.ErrTooMuch, nil},
 		{"endless cut records", map[string]func(context.Context, drpc.Stream) error{rpcwire.RPCMetaPrefix: endless(func(i int) *rpcwire.Resp {
 			return &rpcwire.Resp{Agent: fmt.Sprintf("checkpoint/a-%d", i), Data: []byte(`{"agent":"a","cuts":[]}`)}
-		})}, nil, repo.ErrTooMuch},
+		})}, nil, repo.ErrTooMuch, nil},
 		{"endless operation log", map[string]func(context.Context, drpc.Stream) error{rpcwire.RPCLog: endless(func(i int) *rpcwire.Resp {
 			return &rpcwire.Resp{Agent: "lumen", Seq: uint64(i), Data: line}
 		})}, func(src *repo.Repo) error {
@@ -188,11 +194,11 @@ func TestHostilePeerStreams(t *testing.T) {
 				}
 			}
 			return nil
-		}, repo.ErrTooMuch},
+		}, repo.ErrTooMuch, nil},
 		{"receipts that drip for ever", map[string]func(context.Context, drpc.Stream) error{rpcwire.RPCTapeLines: func(ctx context.Context, st drpc.Stream) error {
 			for i := 0; ; i++ {
 				select {
-				case <-time.After(peerLimits.Wait / 3):
+				case <-time.After(dripLimits.Wait / 4):
 				case <-st.Context().Done():
 					return nil
 				}
@@ -200,13 +206,17 @@ func TestHostilePeerStreams(t *testing.T) {
 					return err
 				}
 			}
-		}}, nil, ErrTimeout},
-		{"receipts that stop", map[string]func(context.Context, drpc.Stream) error{rpcwire.RPCTapeLines: silent}, nil, ErrTimeout},
+		}}, nil, ErrTimeout, &dripLimits},
+		{"receipts that stop", map[string]func(context.Context, drpc.Stream) error{rpcwire.RPCTapeLines: silent}, nil, ErrTimeout, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			addr := hostilePeer(t, src, c.lies)
-			cl, err := Dial(ctx, addr, DialOptions{Token: "any", Limits: peerLimits})
+			lim := peerLimits
+			if c.lim != nil {
+				lim = *c.lim
+			}
+			cl, err := Dial(ctx, addr, DialOptions{Token: "any", Limits: lim})
 			if err != nil {
 				t.Fatal(err)
 			}
