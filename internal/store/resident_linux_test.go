@@ -70,7 +70,7 @@ func TestWritesDoNotStayResident(t *testing.T) {
 		t.Fatalf("%d KiB of the store's files resident after writing %d KiB: the blocks did not go through a mapping", before, written>>10)
 	}
 	s.ShedMapped()
-	if after := mappedRSS(t, s.Mapped()); after > before/4 {
+	if after := mappedRSS(t, s.Mapped()); after > before/2 {
 		t.Fatalf("%d KiB of the store's files resident after a shed, %d before", after, before)
 	}
 	for _, b := range blocks {
