@@ -103,9 +103,10 @@ type Manifest struct {
 	BundleHash string      `json:"bundleHash"`
 	Packs      []Pack      `json:"packs"`
 	Receipts   *TapeState  `json:"receipts,omitempty"`
-	// Operators are the operator keys (hex ed25519) the pushing store
-	// trusts for receipts; a reader that trusts this manifest's signer
-	// records them, as a clone records the sender's.
+	// Operators are the keys (hex ed25519) the pushing store trusts for
+	// the agent's receipts; a reader records them as learned with the
+	// agent's receipts (they verify them and sign nothing), as a clone
+	// records the sender's.
 	Operators []string `json:"operators,omitempty"`
 	Time      int64    `json:"time"`
 	// Seq numbers an agent's manifests: 1 for the first push, the
