@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/agentstate/agentstate/dag"
@@ -114,8 +115,17 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 	// valueSize is every byte of a value: its block, or its chunk node and
 	// chunks.
 	valueSizes := map[objects.CID]int64{}
-	var valueSize func(v objects.CID) (int64, []objects.CID, error)
-	valueSize = func(v objects.CID) (int64, []objects.CID, error) {
+	// The recursions below follow the store's own blocks, checked where they
+	// came in; depth bounds them all the same (a store may hold what an
+	// older version took in unchecked).
+	tooDeep := func(c objects.CID) error {
+		return &objects.TreeError{Node: c, Reason: fmt.Sprintf("is below a path deeper than %d nodes", objects.MaxTreeDepth)}
+	}
+	var valueSize func(v objects.CID, depth int) (int64, []objects.CID, error)
+	valueSize = func(v objects.CID, depth int) (int64, []objects.CID, error) {
+		if depth > objects.MaxChunkDepth {
+			return 0, nil, &objects.ChunkError{Node: v, Reason: fmt.Sprintf("chunk list nodes nested deeper than %d", objects.MaxChunkDepth)}
+		}
 		n, err := size(v)
 		if err != nil {
 			return 0, nil, err
@@ -131,7 +141,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 				return 0, nil, err
 			}
 			for _, l := range links {
-				m, bs, err := valueSize(l)
+				m, bs, err := valueSize(l, depth+1)
 				if err != nil {
 					return 0, nil, err
 				}
@@ -145,10 +155,13 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 	// subtree sizes, memoised per node (content addressed: a node's size
 	// never changes).
 	treeSizes := map[objects.CID]int64{}
-	var treeSize func(t objects.CID) (int64, error)
-	treeSize = func(t objects.CID) (int64, error) {
+	var treeSize func(t objects.CID, depth int) (int64, error)
+	treeSize = func(t objects.CID, depth int) (int64, error) {
 		if n, ok := treeSizes[t]; ok {
 			return n, nil
+		}
+		if depth >= objects.MaxTreeDepth {
+			return 0, tooDeep(t)
 		}
 		data, err := r.Blocks.Get(ctx, t)
 		if err != nil {
@@ -160,7 +173,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 			return 0, err
 		}
 		for _, s := range subs {
-			m, err := treeSize(s)
+			m, err := treeSize(s, depth+1)
 			if err != nil {
 				return 0, err
 			}
@@ -169,7 +182,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		for _, v := range vals {
 			m, ok := valueSizes[v]
 			if !ok {
-				if m, _, err = valueSize(v); err != nil {
+				if m, _, err = valueSize(v, 0); err != nil {
 					return 0, err
 				}
 			}
@@ -180,10 +193,13 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 	}
 	// Oldest first: what each commit added that no older one had.
 	seen := map[objects.CID]bool{}
-	var added func(t objects.CID) (int64, error)
-	added = func(t objects.CID) (int64, error) {
+	var added func(t objects.CID, depth int) (int64, error)
+	added = func(t objects.CID, depth int) (int64, error) {
 		if seen[t] {
 			return 0, nil // a node seen is a whole subtree seen
+		}
+		if depth >= objects.MaxTreeDepth {
+			return 0, tooDeep(t)
 		}
 		seen[t] = true
 		data, err := r.Blocks.Get(ctx, t)
@@ -196,7 +212,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 			return 0, err
 		}
 		for _, s := range subs {
-			m, err := added(s)
+			m, err := added(s, depth+1)
 			if err != nil {
 				return 0, err
 			}
@@ -206,7 +222,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 			if seen[v] {
 				continue
 			}
-			_, blocks, err := valueSize(v)
+			_, blocks, err := valueSize(v, 0)
 			if err != nil {
 				return 0, err
 			}
@@ -227,7 +243,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		if err != nil {
 			return u, err
 		}
-		a, err := added(le.Commit.Tree)
+		a, err := added(le.Commit.Tree, 0)
 		if err != nil {
 			return u, err
 		}
@@ -235,7 +251,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 			seen[le.CID] = true
 			a += cs
 		}
-		total, err := treeSize(le.Commit.Tree)
+		total, err := treeSize(le.Commit.Tree, 0)
 		if err != nil {
 			return u, err
 		}
@@ -266,7 +282,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 				keyVals[ch.Path][ch.New] = true
 				n, ok := valueSizes[ch.New]
 				if !ok {
-					if n, _, err = valueSize(ch.New); err != nil {
+					if n, _, err = valueSize(ch.New, 0); err != nil {
 						return u, err
 					}
 				}
@@ -286,7 +302,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		} else if ok {
 			ku.Current = valueSizes[v]
 			if _, known := valueSizes[v]; !known {
-				if ku.Current, _, err = valueSize(v); err != nil {
+				if ku.Current, _, err = valueSize(v, 0); err != nil {
 					return u, err
 				}
 			}

@@ -140,3 +140,28 @@ func TestVerifyReportsWhatTheReaderRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A store that took in a deep chain of tree nodes before these checks
+// (an older version's import) has verify report it and du refuse it, each
+// with a bounded stack: 16 MiB is far less than a recursion down the chain
+// would take.
+func TestDeepChainInAStoreDoesNotRecurse(t *testing.T) {
+	ctx := context.Background()
+	h := objectstest.DeepChain(300_000)
+	ms := memory.New()
+	if err := ms.Put(ctx, h.Blocks...); err != nil {
+		t.Fatal(err)
+	}
+	r := repo.New(ms)
+	if _, err := r.Refs.Move(ctx, refs.Move{Agent: "a", New: h.Head, Op: refs.OpImport, Time: 1}); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetMaxStack(debug.SetMaxStack(16 << 20))
+	rep, err := r.Verify(ctx)
+	if err != nil || len(rep.Problems) == 0 {
+		t.Fatalf("verify: %v, problems %v", err, rep.Problems)
+	}
+	if _, err := r.DiskUsage(ctx, "a"); !errors.Is(err, objects.ErrNonCanonical) {
+		t.Fatalf("du: %v, want ErrNonCanonical", err)
+	}
+}
