@@ -506,14 +506,17 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 		if j.same {
 			return nil
 		}
-		data, err := objects.ReadValue(ctx, bs, j.v)
+		// The value streams into the file a chunk at a time; one that
+		// fails its checks leaves no file (or the old one) behind.
+		rd, _, err := objects.OpenValue(ctx, bs, j.v)
 		if err != nil {
 			return fmt.Errorf("export: value of %q: %w", j.key, err)
 		}
+		content := valueReader{rd, j.key}
 		if j.exists {
-			err = writeAtomic(j.dst, data)
+			err = writeAtomic(j.dst, content)
 		} else {
-			err = writeNew(j.dst, data)
+			err = writeNew(j.dst, content)
 		}
 		if err != nil {
 			return err
@@ -804,15 +807,15 @@ func chmodNew(dir string) error {
 
 // writeNew creates dst, which did not exist a moment ago. O_EXCL with
 // O_NOFOLLOW refuses anything that appeared there since, symlinks included.
-func writeNew(dst string, data []byte) error {
+func writeNew(dst string, content valueReader) error {
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return writeAtomic(dst, data)
+		return writeAtomic(dst, content)
 	}
 	if err != nil {
 		return fmt.Errorf("export: writing %s: %w", dst, err)
 	}
-	_, err = f.Write(data)
+	_, err = objects.CopyValue(f, content)
 	if err == nil {
 		err = f.Chmod(0o644) // whatever the umask
 	}
@@ -861,19 +864,34 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 // and a rename, which replaces a symlink at dst itself, never its target.
 // It does not fsync (atomicfile.CreateNoSync): a checkout can be redone, and
 // the next one compares and rewrites what a crash left.
-func writeAtomic(dst string, data []byte) error {
+func writeAtomic(dst string, content valueReader) error {
 	f, err := atomicfile.CreateNoSync(filepath.Dir(dst), ".agentstate-tmp-*", 0o644)
 	if err != nil {
 		return fmt.Errorf("export: writing %s: %w", dst, err)
 	}
 	defer f.Abort()
-	if _, err := f.Write(data); err != nil {
+	if _, err := objects.CopyValue(f, content); err != nil {
 		return fmt.Errorf("export: writing %s: %w", dst, err)
 	}
 	if err := f.Commit(dst); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	return nil
+}
+
+// valueReader is a value's content (objects.OpenValue) named by its key in
+// read errors.
+type valueReader struct {
+	r   io.Reader
+	key string
+}
+
+func (v valueReader) Read(p []byte) (int, error) {
+	n, err := v.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("value of %q: %w", v.key, err)
+	}
+	return n, err
 }
 
 // FileSHA256 streams a regular file (not following symlinks) through sha256.

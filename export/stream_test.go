@@ -1,8 +1,10 @@
 package export_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -66,5 +68,62 @@ func TestStoreFilesStreamsLargeFiles(t *testing.T) {
 	}
 	if back, err := objects.ReadValue(ctx, bs, want); err != nil || len(back) != len(big) {
 		t.Fatalf("reading the value back: %v", err)
+	}
+}
+
+// lastChunkLiar returns the last raw chunk of a value with a byte changed
+// after its hash was checked (a store that lies).
+type lastChunkLiar struct {
+	objects.BlockStore
+	lie objects.CID
+}
+
+func (s lastChunkLiar) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	data, err := s.BlockStore.Get(ctx, c)
+	if err == nil && c == s.lie {
+		data = append([]byte(nil), data...)
+		data[0] ^= 1
+	}
+	return data, err
+}
+
+// A checkout streams each value into its file; a chunked value whose
+// content fails its checks leaves no file behind.
+func TestCheckoutStreamsValues(t *testing.T) {
+	ctx := context.Background()
+	big := make([]byte, 5<<20+7)
+	rand.NewChaCha8(sha256.Sum256([]byte("checkout"))).Read(big)
+	bs := memstore.New()
+	v, blocks := objects.NewFileValue(big)
+	if err := bs.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	tr := objects.NewTree(bs)
+	if _, err := tr.Put(ctx, "big.bin", v); err != nil {
+		t.Fatal(err)
+	}
+	root, nodes := tr.Flush()
+	if err := bs.Put(ctx, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	var last objects.CID
+	for _, b := range blocks {
+		if b.CID.Codec() == objects.CodecRaw {
+			last = b.CID
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	if _, err := export.Checkout(ctx, lastChunkLiar{bs, last}, root, bad); !errors.Is(err, objects.ErrHashMismatch) {
+		t.Fatalf("checkout of a value that fails its checks: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(bad, "big.bin")); !os.IsNotExist(err) {
+		t.Fatalf("a file was left for a value that failed its checks: %v", err)
+	}
+	good := filepath.Join(t.TempDir(), "good")
+	if _, err := export.Checkout(ctx, bs, root, good); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(good, "big.bin")); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("checked-out file: %d bytes, %v", len(got), err)
 	}
 }
