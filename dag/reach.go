@@ -175,6 +175,15 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 			v := vals[i]
 			if opts.Held != nil && opts.Held(v) {
 				seen.Add(v)
+				if v.Codec() == objects.CodecDagCBOR { // whole, but it must be a file node to be a value
+					data, err := bs.Get(ctx, v)
+					if err == nil {
+						_, _, err = objects.CheckChunkNode(objects.ChunkSpot{CID: v}, data)
+					}
+					if err != nil {
+						problems = append(problems, Problem{CID: v, Via: "chunked value in tree " + t.Short(), Err: err})
+					}
+				}
 				continue
 			}
 			if opts.VerifyValues && v.Codec() == objects.CodecDagCBOR {

@@ -287,8 +287,11 @@ func (f *fetcher) copyValue(v objects.CID) error {
 	}
 	f.seen[v] = fetchSeen{value: true}
 	data, need, err := f.get(v, "value")
-	if err != nil || !need {
+	if err != nil {
 		return err
+	}
+	if !need {
+		return f.heldValue(v)
 	}
 	if v.Codec() != objects.CodecDagCBOR {
 		return f.add(v, data)
@@ -349,6 +352,23 @@ func (f *fetcher) copyValue(v objects.CID) error {
 		return fmt.Errorf("sync: value %s: %w", v, err)
 	}
 	return f.add(v, data)
+}
+
+// heldValue checks that v, which r holds whole, may be a value: a raw
+// block, or a chunked file node (not a list node or a tree node of r's
+// that a hostile tree names as a value). One read.
+func (f *fetcher) heldValue(v objects.CID) error {
+	if v.Codec() != objects.CodecDagCBOR {
+		return nil
+	}
+	data, err := f.view.Get(f.ctx, v)
+	if err != nil {
+		return fmt.Errorf("sync: value %s: %w", v, err)
+	}
+	if _, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: v}, data); err != nil {
+		return fmt.Errorf("sync: value %s: %w", v, err)
+	}
+	return nil
 }
 
 // pendingView reads the fetch's batch, then r.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"testing"
 
@@ -164,4 +165,34 @@ func TestDeepChainInAStoreDoesNotRecurse(t *testing.T) {
 	if _, err := r.DiskUsage(ctx, "a"); !errors.Is(err, objects.ErrNonCanonical) {
 		t.Fatalf("du: %v, want ErrNonCanonical", err)
 	}
+}
+
+// A hostile tree may name as a value a chunk list node the receiver holds
+// (part of one of its chunked values): the reader refuses a list node as a
+// value, and so does the fetch.
+func TestFetchRefusesAHeldListAsAValue(t *testing.T) {
+	ctx := context.Background()
+	dst := repo.New(memory.New())
+	content := make([]byte, 8<<20) // 8 MiB, about 128 chunks: list nodes under the file node
+	rand.NewChaCha8([32]byte{7}).Read(content)
+	v, blocks := objects.NewFileValue(content)
+	var list objects.CID
+	for _, b := range blocks {
+		if b.CID.Codec() == objects.CodecDagCBOR && b.CID != v {
+			list = b.CID
+			break
+		}
+	}
+	if list.IsZero() {
+		t.Fatal("the value has no list node: make it larger")
+	}
+	mustPut(t, dst, "a", "other", "x")
+	if _, err := dst.Edit(ctx, repo.EditRequest{Agent: "a", Message: "big", Blocks: blocks, Edit: func(ctx context.Context, tr *objects.Tree) (bool, error) {
+		return tr.Put(ctx, "big.bin", v)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	root := objectstest.TreeNode(objects.CID{}, objectstest.Entry{Key: "f", Value: list})
+	c := objectstest.Commit(root.CID, "a list as a value")
+	refusedFetch(t, dst, objectstest.Hostile{Head: c.CID, Blocks: []objects.Block{root, c}}, objects.ErrBadObject)
 }
