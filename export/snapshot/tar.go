@@ -60,12 +60,17 @@ func treeFiles(ctx context.Context, bs objects.BlockStore, tree objects.CID, ext
 				}
 				extra = extra[1:]
 			}
-			data, err := objects.ReadValue(ctx, bs, e.Value)
+			// The content streams a chunk at a time (the tar writer reads
+			// past its end, where a chunked value's sha256 is checked).
+			rd, size, err := objects.OpenValue(ctx, bs, e.Value)
 			if err != nil {
 				yield(tarball.File{}, fmt.Errorf("snapshot: value of %q: %w", e.Key, err))
 				return
 			}
-			if !yield(bytesFile(e.Key, data), nil) {
+			f := tarball.File{Path: e.Key, Size: int64(size), Open: func(context.Context) (io.ReadCloser, error) {
+				return io.NopCloser(rd), nil
+			}}
+			if !yield(f, nil) {
 				return
 			}
 		}
@@ -131,12 +136,10 @@ func ReadTar(ctx context.Context, r io.Reader, bs objects.BlockStore, skip bool)
 			}
 			return nil
 		}
-		data, err := io.ReadAll(content)
+		// Stored as it is read, in bounded memory whatever its size (the
+		// values objects.NewFileValue gives, as on every import path).
+		v, _, err := objects.WriteValue(ctx, bs, content)
 		if err != nil {
-			return err
-		}
-		v, blocks := objects.NewFileValue(data) // chunked above objects.ChunkThreshold, as every import path does
-		if err := bs.Put(ctx, blocks...); err != nil {
 			return err
 		}
 		_, err = t.Put(ctx, path, v)
