@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -25,18 +26,25 @@ const maxPatchValue = 1 << 20
 
 // printPatch prints a unified diff per changed text value.
 func (e *env) printPatch(r *repo.Repo, changes []objects.Change) error {
-	read := func(v objects.CID) ([]byte, error) {
+	// A value over maxPatchValue is not read: its size comes from its file
+	// node, and it is reported as large.
+	read := func(v objects.CID) ([]byte, uint64, error) {
 		if v.IsZero() {
-			return nil, nil
+			return nil, 0, nil
 		}
-		return objects.ReadValue(e.ctx, r.Blocks, v)
+		data, err := objects.ReadValueMax(e.ctx, r.Blocks, v, maxPatchValue)
+		var tl *objects.ValueTooLargeError
+		if errors.As(err, &tl) {
+			return nil, tl.Size, nil
+		}
+		return data, uint64(len(data)), err
 	}
 	for _, ch := range changes {
-		a, err := read(ch.Old)
+		a, na, err := read(ch.Old)
 		if err != nil {
 			return err
 		}
-		b, err := read(ch.New)
+		b, nb, err := read(ch.New)
 		if err != nil {
 			return err
 		}
@@ -49,8 +57,8 @@ func (e *env) printPatch(r *repo.Repo, changes []objects.Change) error {
 		case objects.Removed:
 			newName = "/dev/null"
 		}
-		if !textdiff.IsText(a) || !textdiff.IsText(b) || len(a) > maxPatchValue || len(b) > maxPatchValue {
-			fmt.Fprintf(e.stdout, "Binary or large values differ (%d -> %d bytes)\n", len(a), len(b))
+		if na > maxPatchValue || nb > maxPatchValue || !textdiff.IsText(a) || !textdiff.IsText(b) {
+			fmt.Fprintf(e.stdout, "Binary or large values differ (%d -> %d bytes)\n", na, nb)
 			continue
 		}
 		for _, line := range strings.SplitAfter(textdiff.Unified(oldName, newName, string(a), string(b), 3), "\n") {

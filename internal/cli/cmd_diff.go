@@ -49,11 +49,11 @@ func (e *env) runDiff(c *cli.Context) error {
 					if v.IsZero() {
 						return "-"
 					}
-					data, err := objects.ReadValue(e.ctx, r.Blocks, v)
+					n, err := objects.ContentSize(e.ctx, r.Blocks, v)
 					if err != nil {
 						return "?"
 					}
-					return fmt.Sprint(len(data))
+					return fmt.Sprint(n)
 				}
 				fmt.Fprintf(e.stdout, " %s %s | %s -> %s bytes\n", changeLetter[ch.Change], termsafe.Line(ch.Path), size(ch.Old), size(ch.New))
 				switch ch.Change {

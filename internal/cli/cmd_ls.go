@@ -48,11 +48,11 @@ func (e *env) runLs(c *cli.Context) error {
 			}
 			le := lsEntry{Path: en.Key, CID: en.Value, Size: -1}
 			if long || asJSON {
-				data, err := objects.ReadValue(e.ctx, r.Blocks, en.Value)
+				n, err := objects.ContentSize(e.ctx, r.Blocks, en.Value) // a chunked value's file node, not its chunks
 				if err != nil {
 					return err
 				}
-				le.Size = int64(len(data))
+				le.Size = int64(n)
 			}
 			if asJSON {
 				out = append(out, le)
