@@ -99,3 +99,41 @@ func (w *watchReader) Read(p []byte) (int, error) {
 	w.n += n
 	return n, err
 }
+
+// Sizes in ls and diff --stat, and a patch's "large values differ", come
+// from a value's file node: with a chunk of the value gone from the store
+// they still answer, reading no chunk.
+func TestSizesReadNoChunk(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r, err := repo.Init(filepath.Join(dir, ".agentstate"), repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	exec := func(stdin io.Reader, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Exec(ctx, r, remote.ExecRequest{Args: append([]string{"agentstate"}, args...), Dir: dir}, stdin, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	content := make([]byte, 3<<20)
+	rand.NewChaCha8(sha256.Sum256([]byte("sizes"))).Read(content)
+	for i, v := range [][]byte{content[:2<<20], content} {
+		if code, _, stderr := exec(bytes.NewReader(v), "put", "big", "-"); code != 0 {
+			t.Fatalf("put %d: %s", i, stderr)
+		}
+	}
+	_, blocks := objects.NewFileValue(content)
+	if err := r.Storage.(objects.BlockDeleter).Delete(ctx, blocks[0].CID); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := exec(nil, "ls", "--long"); code != 0 || !strings.Contains(out, " 3145728 big") {
+		t.Fatalf("ls --long: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := exec(nil, "diff", "--stat", "HEAD~1", "HEAD"); code != 0 || !strings.Contains(out, "2097152 -> 3145728 bytes") {
+		t.Fatalf("diff --stat: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := exec(nil, "diff", "-p", "HEAD~1", "HEAD"); code != 0 || !strings.Contains(out, "large values differ (2097152 -> 3145728 bytes)") {
+		t.Fatalf("diff -p: exit %d\n%s%s", code, out, stderr)
+	}
+}
