@@ -106,6 +106,15 @@ type Store struct {
 // below about this much whatever the size of what is written or read.
 const shedEvery = 32 << 20
 
+// ShedResident drops the pages of the store's mapped files from the
+// process's resident set now (a server does after a large request).
+func (s *Store) ShedResident() {
+	if s.mapped != "" {
+		s.moved.Store(0)
+		shedMapped(s.mapped)
+	}
+}
+
 // noteMoved counts n bytes of blocks written or read and sheds the mapped
 // pages of the store's files every shedEvery bytes.
 func (s *Store) noteMoved(n int) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -64,6 +65,16 @@ func (s *Server) exec(ctx context.Context, st drpc.Stream) error {
 	stderr := newBatchWriter(&streamWriter{send: send, stream: 2})
 	stdin := &streamReader{st: st, send: send, before: func() { stdout.Flush(); stderr.Flush() }}
 	code := s.opts.Exec(ctx, s.r, ExecRequest{Args: start.Args, Dir: start.Dir, Env: start.Env, StdoutTTY: start.StdoutTTY, Width: start.Width}, stdin, stdout, stderr)
+	if stdin.n >= bigStdin {
+		// A large put passed through: its buffers are garbage now, and a
+		// long-lived server gives their memory back at once rather than
+		// when the runtime's scavenger gets to it, with the pages of the
+		// store's files it touched.
+		debug.FreeOSMemory()
+		if sh, ok := s.r.Storage.(interface{ ShedResident() }); ok {
+			sh.ShedResident()
+		}
+	}
 	// The last output and the exit code leave in one write: the client
 	// wakes once.
 	mu.Lock()
@@ -155,7 +166,11 @@ type streamReader struct {
 	before func() // flushes output before the client is asked for input
 	buf    []byte
 	eof    bool
+	n      int64 // bytes received
 }
+
+// bigStdin is the stdin after which a command's memory is given back.
+const bigStdin = 64 << 20
 
 func (r *streamReader) Read(p []byte) (int, error) {
 	for len(r.buf) == 0 {
@@ -171,6 +186,7 @@ func (r *streamReader) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		r.buf, r.eof = in.Data, in.EOF
+		r.n += int64(len(in.Data))
 	}
 	n := copy(p, r.buf)
 	r.buf = r.buf[n:]
