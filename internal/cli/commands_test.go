@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agentstate/agentstate/internal/front"
 	"github.com/urfave/cli/v2"
 )
 
@@ -106,13 +105,5 @@ func TestNamesOnce(t *testing.T) {
 		if w.String() != f.String() {
 			t.Errorf("%v: help line %q, want %q", f.Names(), w.String(), f.String())
 		}
-	}
-}
-
-// The front end finds the store by the same global flags as the command
-// line (it cannot import this package: it must start light).
-func TestFrontKnowsGlobalFlags(t *testing.T) {
-	if !slices.Equal(slices.Sorted(slices.Values(front.GlobalFlags)), slices.Sorted(slices.Values(globalFlagNames))) {
-		t.Fatalf("the front end knows the global flags %v, the command line has %v", front.GlobalFlags, globalFlagNames)
 	}
 }

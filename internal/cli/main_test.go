@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/agentstate/agentstate/internal/front"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -15,8 +14,8 @@ import (
 // installed binaries do; agentstate-runtime is a runtime landing tasks.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"agentstate":         func() { os.Exit(front.Main()) },
-		front.Engine:         func() { os.Exit(Main(context.Background(), os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"agentstate":         func() { os.Exit(frontMain()) },
+		engineName:           func() { os.Exit(Main(context.Background(), os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"agentstate-runtime": func() { os.Exit(runtimeFixture(os.Args[1:])) },
 	})
 }
