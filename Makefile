@@ -4,7 +4,7 @@ BIN      ?= bin/agentstate
 FUZZTIME ?= 10s
 PKGS     := ./...
 
-.PHONY: all build install test race test-deps bench fuzz demo vet fmt clean
+.PHONY: all build install test race test-deps bench fuzz demo vet cross fmt clean
 
 all: build
 
@@ -56,6 +56,13 @@ demo: build
 
 vet:
 	$(GO) vet $(PKGS)
+
+# Type-check every package and test for the other supported systems: Linux
+# runs the tests; macOS and Windows must build (the fast front end is Linux
+# only; elsewhere agentstate is the engine itself).
+CROSS ?= darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 linux/arm64
+cross:
+	@set -e; for t in $(CROSS); do echo "== $$t"; GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet $(PKGS); done
 
 fmt:
 	gofmt -l -w .

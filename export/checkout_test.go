@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/agentstate/agentstate/export"
@@ -42,7 +41,7 @@ func TestScanSkipsWhatIsNotBrainState(t *testing.T) {
 	write(t, filepath.Join(dir, ".agentstate/MANIFEST"), "x")
 	os.Symlink("/etc/passwd", filepath.Join(dir, "link.md"))
 	os.Symlink("/etc", filepath.Join(dir, "linkdir"))
-	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+	if err := mkfifo(filepath.Join(dir, "fifo")); err != nil {
 		t.Fatal(err)
 	}
 	files, skipped, err := export.Scan(context.Background(), dir)

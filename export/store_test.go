@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -50,7 +49,7 @@ func TestIsStoreDir(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "link"), 0o755)
 	os.Symlink(filepath.Join(dir, "store/MANIFEST"), filepath.Join(dir, "link/MANIFEST"))
 	os.MkdirAll(filepath.Join(dir, "fifo"), 0o755)
-	if err := syscall.Mkfifo(filepath.Join(dir, "fifo/MANIFEST"), 0o644); err != nil {
+	if err := mkfifo(filepath.Join(dir, "fifo/MANIFEST")); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -165,13 +164,6 @@ func TestDirTaskSeesCtimeChange(t *testing.T) {
 	if got := getAt(t, rt, "a", "", "f"); got != "bbbb" || stats.Read != 1 {
 		t.Fatalf("f = %q after a ctime-only change, read %d files; want bbbb, 1", got, stats.Read)
 	}
-}
-
-func inodeOf(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Ino)
-	}
-	return 0
 }
 
 // What a checkout wrote is recorded in the stat cache: the scan after the
