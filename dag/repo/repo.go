@@ -58,12 +58,57 @@ func (r *Repo) WithClock(now func() int64) *Repo {
 	return &v
 }
 
-// Options open a repo.
-type Options = store.Options
+// Options tune how Init and Open open a store on disk.
+type Options struct {
+	// Sync makes every write durable (fsync) before it returns. Without it a
+	// killed process loses nothing that returned (the OS holds it), but a
+	// power failure may lose the latest writes; it never tears a write.
+	Sync bool
+	// InMemory makes Init build an ephemeral store in a private directory
+	// (under /dev/shm when it has 1 GiB free, else the temporary directory)
+	// that Close removes: tests, benchmarks, short-lived runtimes. dir is
+	// then ignored. Open refuses it.
+	InMemory bool
+	// ReadOnly opens without taking the write lock and writes nothing to the
+	// store directory. It cannot be combined with a writer in another
+	// process.
+	ReadOnly bool
+	// LockTimeout is how long an open waits, retrying, while another process
+	// holds the store, before it fails with ErrInUse: zero means
+	// DefaultLockTimeout, a negative value fails at once.
+	LockTimeout time.Duration
+}
+
+// DefaultLockTimeout is how long an open waits for another process to
+// release the store when Options.LockTimeout is zero.
+const DefaultLockTimeout = store.DefaultLockTimeout
+
+func (o Options) store() store.Options {
+	return store.Options{Sync: o.Sync, InMemory: o.InMemory, ReadOnly: o.ReadOnly, LockTimeout: o.LockTimeout}
+}
+
+// The errors of a store on disk, for errors.Is (the same values the
+// storage returns, whichever package an embedder names them by).
+var (
+	// ErrInUse: another process held the store's lock for longer than
+	// Options.LockTimeout.
+	ErrInUse = store.ErrInUse
+	// ErrNotStore: the directory is not an agentstate store, or its
+	// creation was cut short (then Init makes it anew).
+	ErrNotStore = store.ErrNotStore
+	// ErrDiskFull: the file system has too little free space for an open or
+	// a write; nothing was written. The error is a *DiskFullError.
+	ErrDiskFull = store.ErrDiskFull
+)
+
+// DiskFullError reports how much space a refused open or write needed and
+// how much the file system had (Dir, Need, Have in bytes). It matches
+// ErrDiskFull.
+type DiskFullError = store.DiskFullError
 
 // Init creates a store in dir.
 func Init(dir string, opts Options) (*Repo, error) {
-	s, err := store.Create(dir, opts)
+	s, err := store.Create(dir, opts.store())
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +117,7 @@ func Init(dir string, opts Options) (*Repo, error) {
 
 // Open opens the store in dir.
 func Open(dir string, opts Options) (*Repo, error) {
-	s, err := store.Open(dir, opts)
+	s, err := store.Open(dir, opts.store())
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
-	"github.com/agentstate/agentstate/internal/rpcwire"
 	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/urfave/cli/v2"
@@ -42,7 +41,7 @@ func (e *env) runStatus(c *cli.Context) error {
 		return err
 	}
 	out := statusJSON{Store: dir, Agents: []agentJSON{}}
-	var st *rpcwire.Status
+	var st *remote.Status
 	if cl, err := remote.Dial(e.ctx, remote.SocketPath(dir), remote.DialOptions{}); err == nil {
 		st, err = cl.Status(e.ctx)
 		cl.Close()

@@ -20,7 +20,7 @@ type call func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwir
 // same name does.
 var calls = map[string]call{
 	rpcwire.RPCStatus: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
-		st := s.Status()
+		st := s.Status().wire()
 		st.Access = accessOf(ctx).String()
 		return send(&rpcwire.Resp{Status: st})
 	},

@@ -17,7 +17,6 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/rpcwire"
-	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 	"storj.io/drpc"
@@ -428,7 +427,7 @@ func localError(ctx context.Context, err error) error {
 	case rpcwire.CodeReadOnly:
 		sentinel = ErrReadOnly
 	case rpcwire.CodeDiskFull:
-		sentinel = store.ErrDiskFull
+		sentinel = repo.ErrDiskFull
 	case rpcwire.CodeNoExec:
 		sentinel = ErrNoExec
 	default:
@@ -670,7 +669,7 @@ func (c *Client) Access(ctx context.Context) (Access, error) {
 }
 
 // Status asks the server who holds the store.
-func (c *Client) Status(ctx context.Context) (*rpcwire.Status, error) {
+func (c *Client) Status(ctx context.Context) (*Status, error) {
 	r, err := c.invoke(ctx, rpcwire.RPCStatus, &rpcwire.Req{})
 	if err != nil {
 		return nil, err
@@ -678,7 +677,7 @@ func (c *Client) Status(ctx context.Context) (*rpcwire.Status, error) {
 	if r.Status == nil {
 		return nil, errors.New("remote: the server sent no status")
 	}
-	return r.Status, nil
+	return statusFromWire(r.Status), nil
 }
 
 // WatchHeads yields every agent's HEAD record now, and again after every

@@ -13,9 +13,35 @@ import (
 	"storj.io/drpc/drpcwire"
 )
 
+// Status says who holds a served store.
+type Status struct {
+	PID     int      // the holding process
+	Holder  string   // what holds it: "agentstate serve", "runtime", ...
+	Since   int64    // when it started serving, Unix seconds
+	Store   string   // the store directory
+	Listen  []string // the addresses it answers at
+	Exec    bool     // it runs command lines for its Unix-socket clients
+	Clients int      // connections open now
+	Version string   // the holder's version, when it says
+	// Access is what the asking connection may do: "owner" (the Unix
+	// socket), "write" or "read" (a TCP token's kind). Server.Status leaves
+	// it empty.
+	Access string
+}
+
+func (st *Status) wire() *rpcwire.Status {
+	return &rpcwire.Status{PID: st.PID, Holder: st.Holder, Since: st.Since, Store: st.Store, Listen: st.Listen,
+		Exec: st.Exec, Clients: st.Clients, Version: st.Version, Access: st.Access}
+}
+
+func statusFromWire(w *rpcwire.Status) *Status {
+	return &Status{PID: w.PID, Holder: w.Holder, Since: w.Since, Store: w.Store, Listen: w.Listen,
+		Exec: w.Exec, Clients: w.Clients, Version: w.Version, Access: w.Access}
+}
+
 // Status says who holds the store.
-func (s *Server) Status() *rpcwire.Status {
-	return &rpcwire.Status{
+func (s *Server) Status() *Status {
+	return &Status{
 		PID:     os.Getpid(),
 		Holder:  s.opts.Holder,
 		Since:   s.started.Unix(),

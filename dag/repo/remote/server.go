@@ -39,7 +39,6 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/rpcwire"
-	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 	"storj.io/drpc"
@@ -419,7 +418,7 @@ func wireError(err error) error {
 		code = rpcwire.CodeNotFound
 	case errors.Is(err, refs.ErrSwapped):
 		code = rpcwire.CodeSwapped
-	case errors.Is(err, store.ErrDiskFull):
+	case errors.Is(err, repo.ErrDiskFull):
 		code = rpcwire.CodeDiskFull
 	case errors.Is(err, errBadRequest):
 		code = rpcwire.CodeBadRequest
