@@ -15,3 +15,11 @@ func (s *Store) ShedMapped() { shedMapped(s.mapped) }
 
 // Mapped is the store's directory as the kernel names it.
 func (s *Store) Mapped() string { return s.mapped }
+
+// SetHeadHooks sets the HEAD cache's interleaving hooks (refstore.go): read
+// runs in HeadRecord after a Badger read and before the cache may keep it,
+// swapped in SwapHead after the transaction and before the cache hears of
+// its end. Set them before the store is shared.
+func (s *Store) SetHeadHooks(read, swapped func(agent string)) {
+	s.heads.hookRead, s.heads.hookSwapped = read, swapped
+}

@@ -88,3 +88,77 @@ func TestHeadReadsNeverStale(t *testing.T) {
 		}
 	}
 }
+
+// The interleaving that makes a cached HEAD go back in time, forced: a read
+// whose Badger transaction saw record 1 waits before the cache keeps it; a
+// swap to record 2 commits; another read returns record 2; then the first
+// read goes on. No read after that may return record 1. And when nothing
+// moves, a HEAD read does not reach Badger.
+func TestHeadReadBeforeSwapKeepsNothing(t *testing.T) {
+	ctx := context.Background()
+	s := create(t)
+	rec := func(i int) []byte { return []byte(fmt.Sprint("head record ", i)) }
+	if err := s.SwapHead(ctx, "a", nil, 1, []byte("entry 1"), rec(1)); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		badgerReads          atomic.Int64
+		holdRead, holdSwap   atomic.Bool
+		readHeld, swapHeld   = make(chan struct{}), make(chan struct{})
+		readGoOn, swapGoOn   = make(chan struct{}), make(chan struct{})
+		earlyRead, swapError = make(chan []byte, 1), make(chan error, 1)
+	)
+	holdRead.Store(true)
+	holdSwap.Store(true)
+	s.SetHeadHooks(func(string) {
+		badgerReads.Add(1)
+		if holdRead.CompareAndSwap(true, false) {
+			close(readHeld)
+			<-readGoOn
+		}
+	}, func(string) {
+		if holdSwap.CompareAndSwap(true, false) {
+			close(swapHeld)
+			<-swapGoOn
+		}
+	})
+	read := func(want int, when string) {
+		t.Helper()
+		v, ok, err := s.HeadRecord(ctx, "a")
+		if err != nil || !ok || string(v) != string(rec(want)) {
+			t.Fatalf("%s: read %q, %v, %v; want %q", when, v, ok, err, rec(want))
+		}
+	}
+
+	go func() {
+		v, _, err := s.HeadRecord(ctx, "a")
+		if err != nil {
+			v = []byte(err.Error())
+		}
+		earlyRead <- v
+	}()
+	<-readHeld // its transaction saw record 1
+	go func() { swapError <- s.SwapHead(ctx, "a", rec(1), 2, []byte("entry 2"), rec(2)) }()
+	<-swapHeld // record 2 is committed
+	read(2, "while the swap ends")
+	close(readGoOn)
+	if v := <-earlyRead; string(v) != string(rec(1)) {
+		t.Fatalf("the read begun before the swap returned %q", v)
+	}
+	read(2, "after the early read returned")
+	close(swapGoOn)
+	if err := <-swapError; err != nil {
+		t.Fatal(err)
+	}
+	read(2, "after the swap returned")
+
+	// Nothing moves now: one more read reaches Badger at most, then none.
+	read(2, "again")
+	before := badgerReads.Load()
+	for range 10 {
+		read(2, "with nothing moving")
+	}
+	if n := badgerReads.Load() - before; n != 0 {
+		t.Fatalf("%d HEAD reads reached Badger with nothing moving", n)
+	}
+}

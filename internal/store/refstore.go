@@ -27,13 +27,28 @@ func opKey(agent string, seq uint64) []byte {
 // headCache keeps the HEAD records read, so that a process holding the
 // store (a server, a runtime) reads an agent's HEAD from Badger once per
 // move, not once per command. SwapHead is the only writer of HEAD records
-// and the store is one process's: after every swap it drops the agent's
-// record and moves the agent's generation on, and a read that began before
-// the swap finds the generation moved and does not keep what it read.
+// and the store is one process's, so a cached record is the committed one
+// whenever these hold:
+//
+//   - a swap drops the agent's record before its transaction (begin) and
+//     again after it (end), and the agent counts as busy in between;
+//   - a read keeps what it read from Badger only if the agent is not busy
+//     and its generation, moved on at the end of every swap, is the one
+//     the read saw before it opened its transaction.
+//
+// So nothing read while a swap may be committing is kept: a read whose
+// transaction began before the commit (it sees the old record) cannot put
+// that record back after another read has returned the new one.
 type headCache struct {
-	mu  sync.Mutex
-	rec map[string][]byte
-	gen map[string]uint64
+	mu   sync.Mutex
+	rec  map[string][]byte
+	gen  map[string]uint64 // moved on at the end of every swap
+	busy map[string]int    // swaps begun and not ended
+
+	// Set by the tests only (export_test.go), before the store is shared:
+	// hookRead runs in HeadRecord between the Badger read and keeping it,
+	// hookSwapped in SwapHead between the transaction and end.
+	hookRead, hookSwapped func(agent string)
 }
 
 // maxCachedHeads bounds headCache; past it the cache starts again empty.
@@ -49,7 +64,7 @@ func (c *headCache) lookup(agent string) ([]byte, uint64, bool) {
 func (c *headCache) keep(agent string, gen uint64, rec []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen[agent] != gen {
+	if c.gen[agent] != gen || c.busy[agent] > 0 {
 		return
 	}
 	if c.rec == nil || len(c.rec) >= maxCachedHeads {
@@ -58,7 +73,22 @@ func (c *headCache) keep(agent string, gen uint64, rec []byte) {
 	c.rec[agent] = rec
 }
 
-func (c *headCache) drop(agent string) {
+// begin is called before a swap's transaction opens: the agent's record is
+// dropped and nothing read from now until end is kept.
+func (c *headCache) begin(agent string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.rec, agent)
+	if c.busy == nil {
+		c.busy = map[string]int{}
+	}
+	c.busy[agent]++
+}
+
+// end is called after the swap's transaction, committed or not: the record
+// is dropped again and the generation moved on, so a read that began before
+// the swap ended keeps nothing either.
+func (c *headCache) end(agent string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.rec, agent)
@@ -66,6 +96,9 @@ func (c *headCache) drop(agent string) {
 		c.gen = map[string]uint64{}
 	}
 	c.gen[agent]++
+	if c.busy[agent]--; c.busy[agent] <= 0 {
+		delete(c.busy, agent)
+	}
 }
 
 // HeadRecord implements refs.Store.
@@ -77,6 +110,9 @@ func (s *Store) HeadRecord(ctx context.Context, agent string) ([]byte, bool, err
 	v, ok, err := s.get(headKey(agent))
 	if err != nil {
 		return nil, false, fmt.Errorf("store: reading HEAD of %q: %w", agent, err)
+	}
+	if s.heads.hookRead != nil {
+		s.heads.hookRead(agent)
 	}
 	if ok {
 		s.heads.keep(agent, gen, bytes.Clone(v))
@@ -92,7 +128,8 @@ func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint
 	if err := s.checkWrite(int64(2*len(agent) + len(entry) + len(head) + 32)); err != nil {
 		return err
 	}
-	defer s.heads.drop(agent) // after the commit: see headCache
+	s.heads.begin(agent) // see headCache
+	defer s.heads.end(agent)
 	err := s.db.Update(func(txn *badger.Txn) error {
 		it, err := txn.Get(headKey(agent))
 		var cur []byte
@@ -116,6 +153,9 @@ func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint
 		}
 		return txn.Set(headKey(agent), head)
 	})
+	if s.heads.hookSwapped != nil {
+		s.heads.hookSwapped(agent)
+	}
 	if errors.Is(err, badger.ErrConflict) {
 		// A concurrent transaction in this process wrote the HEAD record
 		// after this one read it: the record is no longer the one compared.
