@@ -31,7 +31,7 @@ func runExec(t testing.TB, sock string, start rpcwire.ExecStart, stdin []byte) (
 	t.Helper()
 	conn, _ := rawConn(t, sock)
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(t))
 	defer cancel()
 	st, err := conn.NewStream(ctx, rpcwire.RPCExec, rpcwire.Encoding)
 	if err != nil {
@@ -198,7 +198,7 @@ func TestExecClientGone(t *testing.T) {
 		}
 		select {
 		case <-started:
-		case <-time.After(10 * time.Second):
+		case <-time.After(patience(t)):
 			t.Fatalf("%s: the command never started", cmd)
 		}
 		if cmd == "read" { // wait for the stdin request, then vanish
@@ -216,7 +216,7 @@ func TestExecClientGone(t *testing.T) {
 			if cmd == "read" && err == nil {
 				t.Fatal("read: stdin of a client gone read as a clean end")
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(patience(t)):
 			t.Fatalf("%s: the command outlived its client", cmd)
 		}
 	}

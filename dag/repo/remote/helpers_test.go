@@ -25,6 +25,21 @@ import (
 // hostile_more_test.go, exec_test.go, fuzz_test.go, socket_test.go). They
 // carry their own names so that they do not depend on remote_test.go's.
 
+// patience is how long a test waits for what must happen (an answer, a
+// close, a server coming up) before it calls it a hang: the time the test
+// binary has left (go test -timeout) less a margin to say so. A loaded
+// machine or -race makes these waits long, never wrong, so no fixed budget
+// decides a test's outcome, and a real hang still fails with its message.
+func patience(t testing.TB) time.Duration {
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := d.Deadline(); ok {
+			left := time.Until(end)
+			return max(left-max(left/10, 5*time.Second), time.Second)
+		}
+	}
+	return 10 * time.Minute
+}
+
 // startServed serves a fresh Badger store and returns the server's own
 // repository, the server, and a client on its Unix socket.
 func startServed(t testing.TB, opts remote.Options) (*repo.Repo, *remote.Server, *remote.Client) {
@@ -224,7 +239,7 @@ func rawConn(t testing.TB, addr string) (*drpcconn.Conn, net.Conn) {
 // alive fails t unless the server still answers a fresh client on addr.
 func alive(t testing.TB, addr string, opts remote.DialOptions) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(t))
 	defer cancel()
 	c, err := remote.Dial(ctx, addr, opts)
 	if err != nil {

@@ -28,7 +28,7 @@ func invokeRaw(t testing.TB, addr, rpc, token string, body []byte) ([]byte, erro
 	t.Helper()
 	conn, _ := rawConn(t, addr)
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(t))
 	defer cancel()
 	if token != "" {
 		ctx = drpcmetadata.Add(ctx, rpcwire.Token, token)
@@ -410,7 +410,7 @@ func TestOversizedMessage(t *testing.T) {
 		if err == nil {
 			t.Fatal("the client stored a block larger than a message")
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(patience(t)):
 		t.Fatal("a client Put of an oversized block hangs")
 	}
 	if _, ok, err := c.HeadRecord(ctx, "lumen"); err != nil || !ok {
@@ -602,7 +602,7 @@ func TestDisconnectMidStreams(t *testing.T) {
 		t.Fatalf("LogRecords after disconnects: %d, want 50", logs)
 	}
 	// The server let the connections go: only this client's remain.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience(t))
 	for {
 		st, err := c.Status(ctx)
 		if err != nil {

@@ -68,7 +68,7 @@ func TestServerKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		var c *remote.Client
-		for deadline := time.Now().Add(10 * time.Second); c == nil; time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(patience(t)); c == nil; time.Sleep(10 * time.Millisecond) {
 			if c, err = remote.Dial(ctx, remote.SocketPath(dir), remote.DialOptions{}); err != nil && time.Now().After(deadline) {
 				t.Fatalf("round %d: no server: %v", round, err)
 			}

@@ -41,7 +41,7 @@ func listening(t *testing.T, opts remote.Options) (*remote.Server, string, func(
 // generous bound (a dead listener never does).
 func command(t *testing.T, addr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(t))
 	defer cancel()
 	c, err := remote.Dial(ctx, addr, remote.DialOptions{Token: listenTok})
 	if err != nil {
@@ -154,7 +154,7 @@ func TestConnectionDeadlines(t *testing.T) {
 	}
 	select {
 	case <-conn.Closed():
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience(t)):
 		t.Fatal("an idle authenticated connection was kept")
 	}
 	command(t, addr)

@@ -359,7 +359,7 @@ func TestConcurrentSwaps(t *testing.T) {
 // process makes, one another client makes (a raw SwapHead included), and a
 // new agent's first HEAD.
 func TestWatchHeadMoves(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(t))
 	defer cancel()
 	local, _, c := startServed(t, remote.Options{})
 	other, err := remote.Dial(ctx, remote.SocketPath(local.Dir), remote.DialOptions{})
@@ -477,14 +477,14 @@ func TestStatusAndClose(t *testing.T) {
 	case <-rounds:
 	case err := <-watchErr:
 		t.Fatalf("the watch ended before its first round: %v", err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience(t)):
 		t.Fatal("no first round of the watch")
 	}
 	closed := make(chan struct{})
 	go func() { srv.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience(t)):
 		t.Fatal("Close hangs with a stream in flight")
 	}
 	select {
@@ -492,7 +492,7 @@ func TestStatusAndClose(t *testing.T) {
 		if err == nil {
 			t.Error("a watch ended by the server's close reported no error")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience(t)):
 		t.Fatal("a watch outlived the server")
 	}
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {

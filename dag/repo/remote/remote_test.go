@@ -152,7 +152,7 @@ func mustHead(t *testing.T, r *repo.Repo, agent string) objects.CID {
 // WatchHead through a client wakes on moves made in the server's process
 // and by other clients.
 func TestWatchHead(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience(t))
 	defer cancel()
 	local, _, c := served(t, remote.Options{})
 	put(t, local, "lumen", "a", "0")

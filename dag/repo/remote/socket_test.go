@@ -47,7 +47,7 @@ func TestKilledServerSocket(t *testing.T) {
 			}
 			defer child.Process.Kill()
 			var c *remote.Client
-			for deadline := time.Now().Add(10 * time.Second); c == nil; time.Sleep(10 * time.Millisecond) {
+			for deadline := time.Now().Add(patience(t)); c == nil; time.Sleep(10 * time.Millisecond) {
 				if c, err = remote.Dial(ctx, sock, remote.DialOptions{}); err != nil && time.Now().After(deadline) {
 					t.Fatalf("the child never served: %v", err)
 				}
