@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -30,7 +29,7 @@ func startMcp(ts *testscript.TestScript, flags []string) *sdk.ClientSession {
 	for _, k := range []string{"PATH", "HOME", "SOURCE_DATE_EPOCH", "NO_COLOR", "AGENTSTATE_AGENT", "AGENTSTATE_STORE"} {
 		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience())
 	defer cancel()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "script", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	ts.Check(err)
@@ -43,7 +42,7 @@ func startMcp(ts *testscript.TestScript, flags []string) *sdk.ClientSession {
 func callMcp(ts *testscript.TestScript, neg bool, cs *sdk.ClientSession, tool, args string) {
 	var targs map[string]any
 	ts.Check(json.Unmarshal([]byte(args), &targs))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience())
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: targs})
 	ts.Check(err)
@@ -71,7 +70,7 @@ func init() {
 		}
 		cs := startMcp(ts, args[2:])
 		defer cs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), patience())
 		defer cancel()
 		tools, err := cs.ListTools(ctx, nil)
 		ts.Check(err)

@@ -92,11 +92,12 @@ func init() {
 		ts.Setenv(args[0], l.Addr().String())
 		l.Close()
 	}
-	// waitserved STORE [HOLDER]: wait (10 s at most) until a server answers on
-	// STORE's socket, and has landed at least one commit.
+	// waitserved STORE [HOLDER]: wait (patience at most) until a server
+	// answers on STORE's socket, and has landed at least one commit.
 	scriptCmds["waitserved"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		dir := ts.MkAbs(args[0])
-		deadline := time.Now().Add(10 * time.Second)
+		wait := patience()
+		deadline := time.Now().Add(wait)
 		for {
 			c, err := remote.Dial(context.Background(), remote.SocketPath(dir), remote.DialOptions{})
 			if err == nil {
@@ -111,14 +112,14 @@ func init() {
 				}
 			}
 			if time.Now().After(deadline) {
-				ts.Fatalf("no server with a HEAD on %s after 10s (last: %v)", dir, err)
+				ts.Fatalf("no server with a HEAD on %s after %s (last: %v)", dir, wait.Round(time.Second), err)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	// followlog N ARGS...: run 'agentstate ARGS... log --oneline --follow',
 	// and succeed once it has printed N more lines than the log had when it
-	// started (10 s at most); the lines go to stdout.
+	// started (patience at most); the lines go to stdout.
 	scriptCmds["followlog"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		n, err := strconv.Atoi(args[0])
 		ts.Check(err)
@@ -142,7 +143,8 @@ func init() {
 		}()
 		var got []string
 		initial := -1
-		timeout := time.After(10 * time.Second)
+		wait := patience()
+		timeout := time.After(wait)
 		quiet := time.NewTimer(300 * time.Millisecond) // the initial log is printed at once
 		for {
 			select {
@@ -161,7 +163,7 @@ func init() {
 					initial = len(got)
 				}
 			case <-timeout:
-				ts.Fatalf("log --follow printed %d lines (%d at start), want %d more within 10s", len(got), initial, n)
+				ts.Fatalf("log --follow printed %d lines (%d at start), want %d more within %s", len(got), initial, n, wait.Round(time.Second))
 			}
 		}
 	}
