@@ -191,9 +191,43 @@ func (f *fetcher) get(c objects.CID, via string) (data []byte, need bool, err er
 	return data, true, nil
 }
 
-// fetchFrame is a block on copyTree's stack: its children are copied
-// before it is written.
-type fetchFrame struct {
+// copyTree copies the tree whose root is root, each node checked where the
+// tree puts it, children before parents.
+func (f *fetcher) copyTree(root objects.CID) error {
+	w := treeWalk{ctx: f.ctx, seen: f.seen, ranges: f.ranges, what: "sync",
+		node: func(spot objects.TreeSpot) ([]byte, bool, error) {
+			data, need, err := f.get(spot.CID, "tree node")
+			return data, !need, err
+		},
+		value: f.copyValue, done: f.add}
+	return w.tree(root)
+}
+
+// treeWalk is the one checking walk of a tree a store is to take in, used
+// by Fetch (a sender's tree, copied) and CheckLanding (a tree a served
+// store's client wrote): each node is checked where the tree puts it
+// (objects.CheckTreeNode), except the nodes already checked whole, which
+// must only fit there (met before at a place no narrower, or
+// objects.TreeRanges); values are node's caller's to check. It keeps an
+// explicit stack, whose depth the format bounds.
+type treeWalk struct {
+	ctx    context.Context
+	seen   map[objects.CID]fetchSeen
+	ranges *objects.TreeRanges
+	what   string // the errors' prefix
+	// node returns the bytes of the node at spot to check, or held when it
+	// is already checked whole.
+	node func(spot objects.TreeSpot) (data []byte, held bool, err error)
+	// value checks a value of a checked node (after its subtrees).
+	value func(v objects.CID) error
+	// done, if set, is called with each node checked, after everything
+	// below it.
+	done func(c objects.CID, data []byte) error
+}
+
+// walkFrame is a block on treeWalk's stack: its children are walked
+// before it is done.
+type walkFrame struct {
 	c    objects.CID
 	data []byte
 	subs []objects.TreeSpot
@@ -201,41 +235,42 @@ type fetchFrame struct {
 	i, j int
 }
 
-// copyTree copies the tree whose root is root, each node checked where the
-// tree puts it, children before parents.
-func (f *fetcher) copyTree(root objects.CID) error {
-	var stack []*fetchFrame
+func (w *treeWalk) tree(root objects.CID) error {
+	var stack []*walkFrame
 	enter := func(spot objects.TreeSpot) error {
-		if s, ok := f.seen[spot.CID]; ok {
+		if s, ok := w.seen[spot.CID]; ok {
 			if s.placed && spot.Inside(s.spot) {
 				return nil
 			}
-			return f.fits(spot)
+			return w.fits(spot)
 		}
-		data, need, err := f.get(spot.CID, "tree node")
+		data, held, err := w.node(spot)
 		if err != nil {
 			return err
 		}
-		if !need { // r holds it, whole: it must fit here
-			if err := f.fits(spot); err != nil {
+		if held { // checked whole: it must fit here
+			if s, ok := w.seen[spot.CID]; ok && s.placed && spot.Inside(s.spot) {
+				return nil
+			}
+			if err := w.fits(spot); err != nil {
 				return err
 			}
-			f.seen[spot.CID] = fetchSeen{placed: true, spot: spot}
+			w.seen[spot.CID] = fetchSeen{placed: true, spot: spot, value: w.seen[spot.CID].value}
 			return nil
 		}
 		subs, vals, err := objects.CheckTreeNode(spot, data)
 		if err != nil {
-			return fmt.Errorf("sync: tree node %s: %w", spot.CID, err)
+			return fmt.Errorf("%s: tree node %s: %w", w.what, spot.CID, err)
 		}
-		f.seen[spot.CID] = fetchSeen{placed: true, spot: spot}
-		stack = append(stack, &fetchFrame{c: spot.CID, data: data, subs: subs, vals: vals})
+		w.seen[spot.CID] = fetchSeen{placed: true, spot: spot}
+		stack = append(stack, &walkFrame{c: spot.CID, data: data, subs: subs, vals: vals})
 		return nil
 	}
 	if err := enter(objects.RootSpot(root)); err != nil {
 		return err
 	}
 	for len(stack) > 0 {
-		if err := f.ctx.Err(); err != nil {
+		if err := w.ctx.Err(); err != nil {
 			return err
 		}
 		fr := stack[len(stack)-1]
@@ -247,24 +282,26 @@ func (f *fetcher) copyTree(root objects.CID) error {
 			}
 		case fr.j < len(fr.vals):
 			fr.j++
-			if err := f.copyValue(fr.vals[fr.j-1]); err != nil {
+			if err := w.value(fr.vals[fr.j-1]); err != nil {
 				return err
 			}
 		default:
 			stack = stack[:len(stack)-1]
-			if err := f.add(fr.c, fr.data); err != nil {
-				return err
+			if w.done != nil {
+				if err := w.done(fr.c, fr.data); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// fits checks that the tree node at spot, which r holds whole or this
-// fetch has checked, may sit there.
-func (f *fetcher) fits(spot objects.TreeSpot) error {
-	if err := f.ranges.Fits(f.ctx, spot); err != nil {
-		return fmt.Errorf("sync: tree node %s: %w", spot.CID, err)
+// fits checks that the tree node at spot, checked whole before, may sit
+// there.
+func (w *treeWalk) fits(spot objects.TreeSpot) error {
+	if err := w.ranges.Fits(w.ctx, spot); err != nil {
+		return fmt.Errorf("%s: tree node %s: %w", w.what, spot.CID, err)
 	}
 	return nil
 }

@@ -77,6 +77,8 @@ const (
 	CodeDiskFull     = 105                 // the server's disk is full
 	CodeNoExec       = execwire.CodeNoExec // this server does not run command lines
 	CodeUnknown      = 107                 // unknown RPC
+	CodeBadLanding   = 108                 // repo.ErrBadLanding: a HEAD move onto a tree the reader refuses
+	CodeTagExists    = 109                 // repo.ErrTagExists: the tag names another commit
 )
 
 // Token is the metadata key of the bearer token (TCP listeners).

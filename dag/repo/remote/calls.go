@@ -130,6 +130,16 @@ var calls = map[string]call{
 		if err := commitArg(ctx, s.r, q.Agent, h.Commit); err != nil {
 			return err
 		}
+		// Every commit the move brings into the history must read as the
+		// reader reads it: its tree checked where it differs from its
+		// parent's (repo.CheckLanding; refused: repo.ErrBadLanding).
+		var e refs.Entry
+		if err := json.Unmarshal(q.Entry, &e); err != nil {
+			return badRequest("%v", err)
+		}
+		if err := s.r.CheckLanding(ctx, q.Agent, e.Old, h.Commit); err != nil {
+			return err
+		}
 		if err := s.r.Storage.SwapHead(ctx, q.Agent, q.Old, q.Seq, q.Entry, q.Head); err != nil {
 			return err
 		}
@@ -386,8 +396,7 @@ const maxCutLinks = 1 << 16
 // commitArg checks the commit a remote HEAD move names: a commit this store
 // holds (not a value or a tree node), whose tree root and parents it holds
 // too. Anything less would leave a HEAD that verify reports broken. (The
-// blocks below the tree root are not walked: that would cost a whole tree
-// per move.)
+// trees are checked next, by repo.CheckLanding, where they changed.)
 func commitArg(ctx context.Context, r *repo.Repo, agent string, id objects.CID) error {
 	if ok, err := r.Blocks.Has(ctx, id); err != nil {
 		return err
@@ -398,8 +407,10 @@ func commitArg(ctx context.Context, r *repo.Repo, agent string, id objects.CID) 
 	if err != nil {
 		return badRequest("HEAD move to %s: %v", id, err)
 	}
-	if _, err := objects.LoadTree(ctx, r.Blocks, c.Tree); err != nil {
-		return badRequest("HEAD move to %s, whose tree %s this store does not hold: %v", id, c.Tree, err)
+	if ok, err := r.Blocks.Has(ctx, c.Tree); err != nil {
+		return err
+	} else if !ok {
+		return badRequest("HEAD move to %s, whose tree %s this store does not hold", id, c.Tree)
 	}
 	gone, err := r.Gone(ctx)
 	if err != nil {

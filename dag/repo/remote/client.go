@@ -430,6 +430,10 @@ func localError(ctx context.Context, err error) error {
 		sentinel = repo.ErrDiskFull
 	case rpcwire.CodeNoExec:
 		sentinel = ErrNoExec
+	case rpcwire.CodeBadLanding:
+		sentinel = repo.ErrBadLanding
+	case rpcwire.CodeTagExists:
+		sentinel = repo.ErrTagExists
 	default:
 		if drpc.ClosedError.Has(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 			return fmt.Errorf("remote: the server closed the connection (it went away, or it is at its connection limits: its log says which): %w", err)

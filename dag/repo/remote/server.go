@@ -420,6 +420,10 @@ func wireError(err error) error {
 		code = rpcwire.CodeSwapped
 	case errors.Is(err, repo.ErrDiskFull):
 		code = rpcwire.CodeDiskFull
+	case errors.Is(err, repo.ErrBadLanding):
+		code = rpcwire.CodeBadLanding
+	case errors.Is(err, repo.ErrTagExists):
+		code = rpcwire.CodeTagExists
 	case errors.Is(err, errBadRequest):
 		code = rpcwire.CodeBadRequest
 	}
