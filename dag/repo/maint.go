@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentstate/agentstate/dag"
@@ -109,6 +110,10 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 	return r.collect(ctx, dryRun, nil)
 }
 
+// ErrDamaged: blocks that the store's references reach are missing or
+// corrupt, so gc deletes nothing (verify lists them).
+var ErrDamaged = errors.New("the store has missing or corrupt reachable blocks")
+
 // collect is gc's work, with the write gate held: overrides replaces some
 // agents' checkpoints (a forget's dry run).
 func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*Checkpoint) (GCReport, error) {
@@ -118,7 +123,7 @@ func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*C
 		return rep, err
 	}
 	if len(problems) > 0 {
-		return rep, fmt.Errorf("gc: the store has %d missing or corrupt reachable block(s), e.g. %v; run 'agentstate verify' (nothing was deleted)", len(problems), problems[0])
+		return rep, fmt.Errorf("gc: %w: %d, e.g. %v (nothing was deleted)", ErrDamaged, len(problems), problems[0])
 	}
 	lister, ok1 := r.Storage.(objects.BlockLister)
 	deleter, ok2 := r.Storage.(objects.BlockDeleter)

@@ -24,6 +24,7 @@ import (
 // DirName is the store directory 'agentstate init' creates.
 const DirName = ".agentstate"
 
+// ErrNoStore: Find found no store directory.
 var ErrNoStore = errors.New("no agentstate store found")
 
 // Repo is an open repository: the one writer of commits and HEAD moves
@@ -100,6 +101,10 @@ var (
 	// a write; nothing was written. The error is a *DiskFullError.
 	ErrDiskFull = store.ErrDiskFull
 )
+
+// NotStoreError says which directory is not a store, and whether it is one
+// whose creation was cut short (HalfMade). It matches ErrNotStore.
+type NotStoreError = store.NotStoreError
 
 // DiskFullError reports how much space a refused open or write needed and
 // how much the file system had (Dir, Need, Have in bytes). It matches
@@ -200,7 +205,7 @@ func Find(explicit, start string) (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("%w in %s or any parent directory (run 'agentstate init', or pass --store DIR / set AGENTSTATE_STORE)", ErrNoStore, start)
+			return "", fmt.Errorf("%w in %s or any parent directory", ErrNoStore, start)
 		}
 		dir = parent
 	}

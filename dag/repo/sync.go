@@ -536,7 +536,7 @@ type Integration struct {
 }
 
 // ErrNotFastForward: ffOnly, and the histories diverged.
-var ErrNotFastForward = errors.New("the histories have diverged and --ff-only refuses a merge")
+var ErrNotFastForward = errors.New("the histories have diverged and only a fast-forward was allowed")
 
 // Integrate moves agent's HEAD onto theirs, a commit whose history r holds
 // (Fetch first): it creates the agent there when it has no HEAD, leaves it

@@ -157,7 +157,7 @@ func (e *UnboundError) Error() string {
 	}
 	return fmt.Sprintf("snapshot: %s names blob %s but carries no content binding (it was written by an older agentstate), "+
 		"so nothing proves that blob is the snapshot that was pushed: push again to rebind it, "+
-		"or restore exactly that blob with 'restore --blob %s' (then only the lineage inside the snapshot is checked)", where, e.Blob, e.Blob)
+		"or restore exactly that blob by its id (then only the lineage inside the snapshot is checked)", where, e.Blob)
 }
 
 func (e *UnboundError) Is(t error) bool { return t == ErrUnbound }

@@ -361,7 +361,7 @@ func parseCARHeader(h []byte) (objects.CID, error) {
 	}
 	switch {
 	case version == 2:
-		return objects.CID{}, badCAR(-1, "CARv2 is not supported: export a CARv1 file (agentstate export --format car writes one)")
+		return objects.CID{}, badCAR(-1, "CARv2 is not supported: give a CARv1 file (what a store's own CAR export writes)")
 	case version != 1:
 		return objects.CID{}, badCAR(-1, "CAR header: version %d, want 1", version)
 	case len(roots) != 1:

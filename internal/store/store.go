@@ -56,6 +56,24 @@ var (
 	ErrDiskFull = errors.New("store: not enough free space")
 )
 
+// NotStoreError: Dir is not an agentstate store, or (HalfMade) a store
+// whose creation was cut short, which Create makes anew. It matches
+// ErrNotStore.
+type NotStoreError struct {
+	Dir      string
+	HalfMade bool
+}
+
+func (e *NotStoreError) Error() string {
+	if e.HalfMade {
+		return ErrNotStore.Error() + ": " + e.Dir + ": its creation was cut short"
+	}
+	return ErrNotStore.Error() + ": " + e.Dir
+}
+
+// Is reports whether target is ErrNotStore.
+func (e *NotStoreError) Is(target error) bool { return target == ErrNotStore }
+
 // DefaultLockTimeout is how long an open waits for another process to
 // release the store when Options.LockTimeout is zero.
 const DefaultLockTimeout = 5 * time.Second
@@ -186,10 +204,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, errors.New("store: an in-memory store is created (Create), not opened")
 	}
 	if HalfMade(dir) {
-		return nil, fmt.Errorf("%w: %s: its creation was cut short (run 'agentstate init' to make it anew)", ErrNotStore, dir)
+		return nil, &NotStoreError{Dir: dir, HalfMade: true}
 	}
 	if !IsStoreDir(dir) {
-		return nil, fmt.Errorf("%w: %s (run 'agentstate init' to create one)", ErrNotStore, dir)
+		return nil, &NotStoreError{Dir: dir}
 	}
 	s, err := open(dir, opts)
 	if err != nil {
@@ -332,7 +350,7 @@ func lockWait(dir string, shared bool, timeout time.Duration) (*os.File, error) 
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("%w: %s (another agentstate command or runtime has held it for %v; wait for it to finish, or raise AGENTSTATE_LOCK_TIMEOUT)", ErrInUse, dir, max(timeout, 0).Round(time.Millisecond))
+			return nil, fmt.Errorf("%w: %s: still held after %v", ErrInUse, dir, max(timeout, 0).Round(time.Millisecond))
 		}
 		time.Sleep(min(delay, left))
 		delay = min(delay*2, 200*time.Millisecond)

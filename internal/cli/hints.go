@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/export/snapshot"
+)
+
+// hint is what the command line adds to an error it prints: the command,
+// flag or environment variable that answers it. The libraries say what went
+// wrong in their own words, with a sentinel or a typed error to match; only
+// the command line knows its own flags, so their names are added here, in
+// one place, and nowhere below it. The first match wins: the more specific
+// errors come first.
+func hint(err error) string {
+	var notStore *repo.NotStoreError
+	var unbound *snapshot.UnboundError
+	switch {
+	case errors.As(err, &notStore) && notStore.HalfMade:
+		return "run 'agentstate init' to make it anew"
+	case errors.Is(err, repo.ErrNotStore):
+		return "run 'agentstate init' to create one"
+	case errors.Is(err, repo.ErrNoStore):
+		return "run 'agentstate init', or pass --store DIR / set AGENTSTATE_STORE"
+	case errors.Is(err, repo.ErrInUse):
+		return "another agentstate command or runtime holds it: wait for it to finish, or raise AGENTSTATE_LOCK_TIMEOUT"
+	case errors.Is(err, repo.ErrNotFastForward):
+		return "--ff-only refuses a merge"
+	case errors.Is(err, repo.ErrDamaged):
+		return "run 'agentstate verify'"
+	case errors.As(err, &unbound):
+		return "'restore --blob " + string(unbound.Blob) + "' restores exactly that blob"
+	}
+	return ""
+}
+
+// withHint is err's message with its hint, if it has one, in parentheses.
+func withHint(err error) string {
+	if h := hint(err); h != "" {
+		return err.Error() + " (" + h + ")"
+	}
+	return err.Error()
+}
