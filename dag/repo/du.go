@@ -53,34 +53,18 @@ type KeyUsage struct {
 
 // DiskUsage measures the store and, when agent is not "", its history
 // (walking no link a forget cut), newest commit first.
+//
+// One walk of the whole store (gc's) reads every live block once and notes
+// its size; a pass over the stored blocks adds the ones nothing reaches.
+// The history is then walked oldest commit first, each tree node and
+// chunked value once: a node's subtree bytes are noted as it is left, so a
+// node met again is a subtree met again, both its size (Size) and nothing
+// new (Added) without reading it.
 func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 	var u Usage
-	reach, _, err := r.walkAll(ctx, dag.WalkOptions{}, nil)
-	if err != nil {
+	w := &usageWalk{r: r, blocks: map[blockID]blockUsage{}}
+	if err := w.store(ctx, &u.Store); err != nil {
 		return u, err
-	}
-	sizes := map[objects.CID]int64{}
-	if lister, ok := r.Storage.(objects.BlockLister); ok {
-		for c, err := range lister.AllCIDs(ctx) {
-			if err != nil {
-				return u, err
-			}
-			data, err := r.Blocks.Get(ctx, c)
-			if err != nil {
-				return u, err
-			}
-			n := int64(len(data))
-			sizes[c] = n
-			u.Store.Blocks++
-			u.Store.Bytes += n
-			if _, live := reach[c]; live {
-				u.Store.LiveBlocks++
-				u.Store.LiveBytes += n
-			} else {
-				u.Store.Reclaimable++
-				u.Store.ReclaimableBytes += n
-			}
-		}
 	}
 	if agent == "" {
 		return u, nil
@@ -94,178 +78,50 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 	if err != nil {
 		return u, err
 	}
-	var history []dag.LogEntry
+	type entry struct {
+		cid, tree, parent objects.CID // parent: the first, the zero CID when none or cut
+		time              int64
+		message           string
+	}
+	var history []entry
 	for le, err := range dag.LogWith(ctx, r.Blocks, h.Commit, lo) {
 		if err != nil {
 			return u, err
 		}
-		history = append(history, le)
-	}
-	size := func(c objects.CID) (int64, error) {
-		if n, ok := sizes[c]; ok {
-			return n, nil
+		e := entry{cid: le.CID, tree: le.Commit.Tree, time: le.Commit.Time, message: le.Commit.Message}
+		if len(le.Commit.Parents) > 0 && len(le.Cut) == 0 {
+			e.parent = le.Commit.Parents[0]
 		}
-		data, err := r.Blocks.Get(ctx, c)
-		if err != nil {
-			return 0, err
-		}
-		sizes[c] = int64(len(data))
-		return sizes[c], nil
-	}
-	// valueSize is every byte of a value: its block, or its chunk node and
-	// chunks.
-	valueSizes := map[objects.CID]int64{}
-	// The recursions below follow the store's own blocks, checked where they
-	// came in; depth bounds them all the same (a store may hold what an
-	// older version took in unchecked).
-	tooDeep := func(c objects.CID) error {
-		return &objects.TreeError{Node: c, Reason: fmt.Sprintf("is below a path deeper than %d nodes", objects.MaxTreeDepth)}
-	}
-	var valueSize func(v objects.CID, depth int) (int64, []objects.CID, error)
-	valueSize = func(v objects.CID, depth int) (int64, []objects.CID, error) {
-		if depth > objects.MaxChunkDepth {
-			return 0, nil, &objects.ChunkError{Node: v, Reason: fmt.Sprintf("chunk list nodes nested deeper than %d", objects.MaxChunkDepth)}
-		}
-		n, err := size(v)
-		if err != nil {
-			return 0, nil, err
-		}
-		blocks := []objects.CID{v}
-		if v.Codec() == objects.CodecDagCBOR {
-			data, err := r.Blocks.Get(ctx, v)
-			if err != nil {
-				return 0, nil, err
-			}
-			links, err := objects.ChunkLinks(data)
-			if err != nil {
-				return 0, nil, err
-			}
-			for _, l := range links {
-				m, bs, err := valueSize(l, depth+1)
-				if err != nil {
-					return 0, nil, err
-				}
-				n += m
-				blocks = append(blocks, bs...)
-			}
-		}
-		valueSizes[v] = n
-		return n, blocks, nil
-	}
-	// subtree sizes, memoised per node (content addressed: a node's size
-	// never changes).
-	treeSizes := map[objects.CID]int64{}
-	var treeSize func(t objects.CID, depth int) (int64, error)
-	treeSize = func(t objects.CID, depth int) (int64, error) {
-		if n, ok := treeSizes[t]; ok {
-			return n, nil
-		}
-		if depth >= objects.MaxTreeDepth {
-			return 0, tooDeep(t)
-		}
-		data, err := r.Blocks.Get(ctx, t)
-		if err != nil {
-			return 0, err
-		}
-		n := int64(len(data))
-		subs, vals, err := objects.NodeLinks(data)
-		if err != nil {
-			return 0, err
-		}
-		for _, s := range subs {
-			m, err := treeSize(s, depth+1)
-			if err != nil {
-				return 0, err
-			}
-			n += m
-		}
-		for _, v := range vals {
-			m, ok := valueSizes[v]
-			if !ok {
-				if m, _, err = valueSize(v, 0); err != nil {
-					return 0, err
-				}
-			}
-			n += m
-		}
-		treeSizes[t] = n
-		return n, nil
-	}
-	// Oldest first: what each commit added that no older one had.
-	seen := map[objects.CID]bool{}
-	var added func(t objects.CID, depth int) (int64, error)
-	added = func(t objects.CID, depth int) (int64, error) {
-		if seen[t] {
-			return 0, nil // a node seen is a whole subtree seen
-		}
-		if depth >= objects.MaxTreeDepth {
-			return 0, tooDeep(t)
-		}
-		seen[t] = true
-		data, err := r.Blocks.Get(ctx, t)
-		if err != nil {
-			return 0, err
-		}
-		n := int64(len(data))
-		subs, vals, err := objects.NodeLinks(data)
-		if err != nil {
-			return 0, err
-		}
-		for _, s := range subs {
-			m, err := added(s, depth+1)
-			if err != nil {
-				return 0, err
-			}
-			n += m
-		}
-		for _, v := range vals {
-			if seen[v] {
-				continue
-			}
-			_, blocks, err := valueSize(v, 0)
-			if err != nil {
-				return 0, err
-			}
-			for _, b := range blocks {
-				if !seen[b] {
-					seen[b] = true
-					n += sizes[b]
-				}
-			}
-		}
-		return n, nil
+		history = append(history, e)
 	}
 	keys := map[string]*KeyUsage{}
-	keyVals := map[string]map[objects.CID]bool{}
+	type keyValue struct {
+		key string
+		v   blockID
+	}
+	versions := map[keyValue]struct{}{}
+	// Oldest first: what each commit added that no older one had.
 	for i := len(history) - 1; i >= 0; i-- {
-		le := history[i]
-		cs, err := size(le.CID)
+		e := history[i]
+		cs, err := w.size(ctx, e.cid)
 		if err != nil {
 			return u, err
 		}
-		a, err := added(le.Commit.Tree, 0)
+		total, added, err := w.tree(ctx, e.tree, 0)
 		if err != nil {
 			return u, err
 		}
-		if !seen[le.CID] {
-			seen[le.CID] = true
-			a += cs
-		}
-		total, err := treeSize(le.Commit.Tree, 0)
-		if err != nil {
-			return u, err
-		}
-		total += cs
-		u.Commits = append(u.Commits, CommitUsage{CID: le.CID, Time: le.Commit.Time, Message: le.Commit.Message, Size: total, Added: a, Shared: total - a})
+		total, added = total+cs, added+cs // each commit of a history is its own
+		u.Commits = append(u.Commits, CommitUsage{CID: e.cid, Time: e.time, Message: e.message, Size: total, Added: added, Shared: total - added})
 		from := objects.EmptyTreeCID
-		if len(le.Commit.Parents) > 0 && len(le.Cut) == 0 {
-			pc, err := r.Commit(ctx, le.Commit.Parents[0])
+		if !e.parent.IsZero() {
+			pc, err := r.Commit(ctx, e.parent)
 			if err != nil {
 				return u, err
 			}
 			from = pc.Tree
 		}
-		for ch, err := range objects.DiffTrees(ctx, r.Blocks, from, le.Commit.Tree) {
+		for ch, err := range objects.DiffTrees(ctx, r.Blocks, from, e.tree) {
 			if err != nil {
 				return u, err
 			}
@@ -276,19 +132,18 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 			if ku == nil {
 				ku = &KeyUsage{Key: ch.Path}
 				keys[ch.Path] = ku
-				keyVals[ch.Path] = map[objects.CID]bool{}
 			}
-			if !keyVals[ch.Path][ch.New] {
-				keyVals[ch.Path][ch.New] = true
-				n, ok := valueSizes[ch.New]
-				if !ok {
-					if n, _, err = valueSize(ch.New, 0); err != nil {
-						return u, err
-					}
-				}
-				ku.Versions++
-				ku.Bytes += n
+			kv := keyValue{ku.Key, idOf(ch.New)}
+			if _, had := versions[kv]; had {
+				continue
 			}
+			versions[kv] = struct{}{}
+			n, err := w.valueSize(ctx, ch.New)
+			if err != nil {
+				return u, err
+			}
+			ku.Versions++
+			ku.Bytes += n
 		}
 	}
 	slices.Reverse(u.Commits)
@@ -296,15 +151,12 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 	if err != nil {
 		return u, err
 	}
-	for k, ku := range keys {
-		if v, ok, err := headTree.Get(ctx, k); err != nil {
+	for _, ku := range keys {
+		if v, ok, err := headTree.Get(ctx, ku.Key); err != nil {
 			return u, err
 		} else if ok {
-			ku.Current = valueSizes[v]
-			if _, known := valueSizes[v]; !known {
-				if ku.Current, _, err = valueSize(v, 0); err != nil {
-					return u, err
-				}
+			if ku.Current, err = w.valueSize(ctx, v); err != nil {
+				return u, err
 			}
 		}
 		u.Keys = append(u.Keys, *ku)
@@ -319,6 +171,164 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		return compareStrings(a.Key, b.Key)
 	})
 	return u, nil
+}
+
+// blockID names a block in du's sets: its CID's 36 bytes, held in place
+// rather than as a string of their own (a store's blocks are many).
+type blockID [36]byte
+
+func idOf(c objects.CID) (id blockID) {
+	copy(id[:], c.KeyString())
+	return id
+}
+
+// blockUsage is what du knows of one block: its own bytes and, once the
+// history walk has been through it, every byte below it (its own
+// included); walked -1 until then.
+type blockUsage struct {
+	size, walked int64
+}
+
+// usageWalk is DiskUsage's one walk: the sizes of the store's live blocks,
+// and the history's tree nodes and values walked so far.
+type usageWalk struct {
+	r      *Repo
+	blocks map[blockID]blockUsage
+}
+
+// store counts every stored block, live or reclaimable, noting the size of
+// each live one for the history walk.
+func (w *usageWalk) store(ctx context.Context, su *StoreUsage) error {
+	reach, _, err := w.r.walkAll(ctx, dag.WalkOptions{Visit: func(c objects.CID, data []byte) error {
+		w.blocks[idOf(c)] = blockUsage{size: int64(len(data)), walked: -1}
+		return nil
+	}}, nil)
+	if err != nil {
+		return err
+	}
+	lister, ok := w.r.Storage.(objects.BlockLister)
+	if !ok {
+		return nil
+	}
+	for c, err := range lister.AllCIDs(ctx) {
+		if err != nil {
+			return err
+		}
+		b, known := w.blocks[idOf(c)]
+		if !known { // reclaimable, or live but unreadable (the read says why)
+			data, err := w.r.Blocks.Get(ctx, c)
+			if err != nil {
+				return err
+			}
+			b.size = int64(len(data))
+		}
+		su.Blocks++
+		su.Bytes += b.size
+		if _, live := reach[c]; live {
+			su.LiveBlocks++
+			su.LiveBytes += b.size
+		} else {
+			su.Reclaimable++
+			su.ReclaimableBytes += b.size
+		}
+	}
+	return nil
+}
+
+// size is block c's bytes.
+func (w *usageWalk) size(ctx context.Context, c objects.CID) (int64, error) {
+	if b, ok := w.blocks[idOf(c)]; ok {
+		return b.size, nil
+	}
+	data, err := w.r.Blocks.Get(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	w.blocks[idOf(c)] = blockUsage{size: int64(len(data)), walked: -1}
+	return int64(len(data)), nil
+}
+
+// valueSize is every byte of value v: its block, or its chunk node and
+// chunks.
+func (w *usageWalk) valueSize(ctx context.Context, v objects.CID) (int64, error) {
+	total, _, err := w.value(ctx, v, 0)
+	return total, err
+}
+
+// The walks below follow the store's own blocks, checked where they came
+// in; depth bounds them all the same (a store may hold what an older
+// version took in unchecked).
+
+// tree walks tree node t, depth nodes below its root: total is every byte
+// of its subtree (nodes and values), added the bytes of the blocks in it no
+// earlier walk met.
+func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, added int64, err error) {
+	if b, ok := w.blocks[idOf(t)]; ok && b.walked >= 0 {
+		return b.walked, 0, nil // a node walked is a whole subtree walked
+	}
+	if depth >= objects.MaxTreeDepth {
+		return 0, 0, &objects.TreeError{Node: t, Reason: fmt.Sprintf("is below a path deeper than %d nodes", objects.MaxTreeDepth)}
+	}
+	data, err := w.r.Blocks.Get(ctx, t)
+	if err != nil {
+		return 0, 0, err
+	}
+	subs, vals, err := objects.NodeLinks(data)
+	if err != nil {
+		return 0, 0, err
+	}
+	total, added = int64(len(data)), int64(len(data))
+	for _, s := range subs {
+		n, a, err := w.tree(ctx, s, depth+1)
+		if err != nil {
+			return 0, 0, err
+		}
+		total, added = total+n, added+a
+	}
+	for _, v := range vals {
+		n, a, err := w.value(ctx, v, 0)
+		if err != nil {
+			return 0, 0, err
+		}
+		total, added = total+n, added+a
+	}
+	w.blocks[idOf(t)] = blockUsage{size: int64(len(data)), walked: total}
+	return total, added, nil
+}
+
+// value walks value v (or a chunk list node of one, depth list nodes below
+// the value), as tree walks a node.
+func (w *usageWalk) value(ctx context.Context, v objects.CID, depth int) (total, added int64, err error) {
+	b, ok := w.blocks[idOf(v)]
+	if ok && b.walked >= 0 {
+		return b.walked, 0, nil
+	}
+	if depth > objects.MaxChunkDepth {
+		return 0, 0, &objects.ChunkError{Node: v, Reason: fmt.Sprintf("chunk list nodes nested deeper than %d", objects.MaxChunkDepth)}
+	}
+	var data []byte
+	if !ok || v.Codec() == objects.CodecDagCBOR { // a raw block's size is all there is to know
+		if data, err = w.r.Blocks.Get(ctx, v); err != nil {
+			return 0, 0, err
+		}
+		b.size = int64(len(data))
+	}
+	total, added = b.size, b.size
+	if v.Codec() == objects.CodecDagCBOR {
+		links, err := objects.ChunkLinks(data)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, l := range links {
+			n, a, err := w.value(ctx, l, depth+1)
+			if err != nil {
+				return 0, 0, err
+			}
+			total, added = total+n, added+a
+		}
+	}
+	w.blocks[idOf(v)] = blockUsage{size: b.size, walked: total}
+	return total, added, nil
 }
 
 func compareStrings(a, b string) int {
