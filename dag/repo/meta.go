@@ -14,14 +14,14 @@ import (
 
 // Meta records a served store's clients may write. A client of a served
 // store (dag/repo/remote) writes metadata records only through calls that
-// check them: the raw SetMeta and DeleteMetaPrefix calls take only the
-// records below, each checked by CheckClientMeta; every other record
-// changes only through its own call (checkpoints: Forget and AdoptCuts;
+// check them: the raw SetMeta call takes only the records below, each
+// checked by CheckClientMeta, and DeleteMetaPrefix none; every other record
+// changes only through its own call (tags: SetTag and DeleteTag, which keep
+// SetTag's rule in the server; checkpoints: Forget and AdoptCuts;
 // trusted and learned keys: TrustKeys, which only the operator may make,
 // and LearnKeys) or never (the store's format). A record kind a client
 // must write through the raw calls needs a rule here.
 //
-//	tag/AGENT/NAME      a commit this store holds (SetTag, MoveTag); deleted one at a time (DeleteTag)
 //	snapshots/AGENT/... a JSON object of at most 64 KiB (snapshot push and restore records)
 //	bundle/TREE         the tree's bundle hash, recomputed here (BundleHash's cache)
 //	kdf-salt            16 to 64 bytes, written once (the passphrase cipher's salt)
@@ -57,18 +57,9 @@ func metaRefused(format string, a ...any) error {
 func (r *Repo) CheckClientMeta(ctx context.Context, name string, v []byte) error {
 	switch {
 	case strings.HasPrefix(name, tagPrefix):
-		agent, tag, ok := strings.Cut(strings.TrimPrefix(name, tagPrefix), "/")
-		if !ok || refs.ValidateAgent(agent) != nil || refs.ValidateAgent(tag) != nil {
-			return metaRefused("%.80q is not tag/AGENT/NAME with a valid agent and tag name", name)
-		}
-		c, err := objects.ParseCID(string(v))
-		if err != nil {
-			return metaRefused("tag %s of %s: %.80q is not a CID", tag, agent, v)
-		}
-		if _, err := r.Commit(ctx, c); err != nil {
-			return metaRefused("tag %s of %s: %s is not a commit this store holds: %v", tag, agent, c, err)
-		}
-		return nil
+		// SetTag's rule (an existing tag moves only on request) holds only
+		// where the check and the write are one step: the SetTag call.
+		return metaRefused("%.80q: tags change only through the SetTag and DeleteTag calls", name)
 	case strings.HasPrefix(name, snapshotPrefix):
 		agent, rest, ok := strings.Cut(strings.TrimPrefix(name, snapshotPrefix), "/")
 		if !ok || rest == "" || refs.ValidateAgent(agent) != nil {
@@ -129,15 +120,10 @@ func (r *Repo) CheckClientMeta(ctx context.Context, name string, v []byte) error
 }
 
 // CheckClientMetaDelete checks a deletion a served store's client asks
-// for: one tag record, named whole (exact), whatever it holds, so that a
-// damaged one can be removed.
+// for: none is taken (a tag is deleted by the DeleteTag call, which removes
+// a damaged record too).
 func CheckClientMetaDelete(name string, exact bool) error {
-	rest, ok := strings.CutPrefix(name, tagPrefix)
-	agent, tag, ok2 := strings.Cut(rest, "/")
-	if ok && ok2 && agent != "" && tag != "" && exact {
-		return nil
-	}
-	return metaRefused("deleting %.80q: clients delete only single tag records", name)
+	return metaRefused("deleting %.80q: clients delete tags through DeleteTag, and no other record", name)
 }
 
 // MetaDeleter is an optional ability of a Storage: deleting one metadata

@@ -278,6 +278,16 @@ func (e *TagExistsError) Error() string {
 
 func (e *TagExistsError) Unwrap() error { return ErrTagExists }
 
+// TagWriter is an optional ability of a Storage that changes tags in its
+// own process: a served store's client, whose server keeps SetTag's rule
+// (clients write no raw tag record, so that the check and the write are
+// one step there). WriteTag is SetTag (MoveTag with move), RemoveTag is
+// DeleteTag.
+type TagWriter interface {
+	WriteTag(ctx context.Context, agent, name string, c objects.CID, move bool) error
+	RemoveTag(ctx context.Context, agent, name string) (bool, error)
+}
+
 // SetTag names commit c of agent's history name. A tag is what keeps a
 // commit from forget, so an existing tag is never moved silently: naming
 // the commit it already names succeeds and changes nothing, and naming
@@ -298,6 +308,9 @@ func (r *Repo) setTag(ctx context.Context, agent, name string, c objects.CID, mo
 	}
 	if err := refs.ValidateAgent(name); err != nil {
 		return fmt.Errorf("tag name: %w", err)
+	}
+	if tw, ok := r.Storage.(TagWriter); ok {
+		return tw.WriteTag(ctx, agent, name, c, move) // a served store: the rule is kept in its server
 	}
 	if _, err := r.Commit(ctx, c); err != nil {
 		return err
@@ -331,6 +344,9 @@ func (r *Repo) DeleteTag(ctx context.Context, agent, name string) (bool, error) 
 	nameErr := refs.ValidateAgent(name)
 	if name == "" || agent == "" {
 		return false, fmt.Errorf("tag name: %w", nameErr)
+	}
+	if tw, ok := r.Storage.(TagWriter); ok {
+		return tw.RemoveTag(ctx, agent, name)
 	}
 	defer r.moves.lock(agent)()
 	_, ok, err := r.Storage.GetMeta(ctx, tagName(agent, name))

@@ -52,13 +52,15 @@ const (
 	RPCAdoptCuts   = "/agentstate.v1/AdoptCuts"
 	RPCLearnKeys   = "/agentstate.v1/LearnKeys"
 	RPCTrustKeys   = "/agentstate.v1/TrustKeys"
+	RPCSetTag      = "/agentstate.v1/SetTag"
+	RPCDeleteTag   = "/agentstate.v1/DeleteTag"
 	RPCExec        = execwire.RPCExec // bidirectional stream
 )
 
 // Writes lists the RPCs a read-only token may not call.
 var Writes = map[string]bool{
 	RPCPut: true, RPCSwapHead: true, RPCGC: true, RPCForget: true, RPCAdoptCuts: true, RPCAppendLines: true, RPCSetMeta: true, RPCDeleteMeta: true, RPCExec: true,
-	RPCLearnKeys: true, RPCTrustKeys: true,
+	RPCLearnKeys: true, RPCTrustKeys: true, RPCSetTag: true, RPCDeleteTag: true,
 }
 
 // OperatorOnly lists the RPCs only the store's operator may call: over the
@@ -101,6 +103,7 @@ type Req struct {
 	DryRun bool     `cbor:"13,keyasint,omitempty"`
 	Agents []string `cbor:"14,keyasint,omitempty"`
 	Exact  bool     `cbor:"15,keyasint,omitempty"` // DeleteMetaPrefix: the one record named, not a prefix
+	Force  bool     `cbor:"16,keyasint,omitempty"` // SetTag: move an existing tag
 }
 
 // Block is a CID and its bytes.

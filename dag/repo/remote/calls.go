@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -205,10 +206,10 @@ var calls = map[string]call{
 		}
 		return send(&rpcwire.Resp{Data: v, OK: ok})
 	},
-	// SetMeta and DeleteMetaPrefix write only the records clients may
-	// write, each checked (repo.CheckClientMeta): a tag names a commit this
-	// store holds, a bundle hash is the tree's, and so on. Checkpoints and
-	// keys change only through their own calls; the store's format never.
+	// SetMeta writes only the records clients may write, each checked
+	// (repo.CheckClientMeta): a bundle hash is the tree's, and so on;
+	// DeleteMetaPrefix deletes none. Tags, checkpoints and keys change only
+	// through their own calls; the store's format never.
 	rpcwire.RPCSetMeta: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
 		if err := metaArg(q.Name, false); err != nil {
 			return err
@@ -220,6 +221,50 @@ var calls = map[string]call{
 			return err
 		}
 		return send(&rpcwire.Resp{OK: true})
+	},
+	// SetTag and DeleteTag change tags, in the server, with SetTag's rule:
+	// an existing tag naming another commit moves only with force
+	// (repo.MoveTag), else code 109 (repo.ErrTagExists). Raw tag records
+	// are refused by SetMeta, so the check and the write are one step.
+	rpcwire.RPCSetTag: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		if err := refs.ValidateAgent(q.Name); err != nil {
+			return badRequest("tag name: %v", err)
+		}
+		c, err := cidArg(q.CID)
+		if err != nil {
+			return err
+		}
+		if _, err := s.r.Commit(ctx, c); err != nil {
+			return badRequest("tag %s of %s: %s is not a commit this store holds: %v", q.Name, q.Agent, c, err)
+		}
+		set := s.r.SetTag
+		if q.Force {
+			set = s.r.MoveTag
+		}
+		if err := set(ctx, q.Agent, q.Name, c); err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{OK: true})
+	},
+	// DeleteTag removes one tag record, named whole, whatever it holds (so
+	// a damaged one can go); ok says whether there was one.
+	rpcwire.RPCDeleteTag: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		if err := metaArg(q.Name, false); err != nil {
+			return err
+		}
+		ok, err := s.r.DeleteTag(ctx, q.Agent, q.Name)
+		if errors.Is(err, refs.ErrBadAgent) {
+			return badRequest("%v", err)
+		} else if err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{OK: ok})
 	},
 	rpcwire.RPCMetaPrefix: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
 		if err := metaArg(q.Name, true); err != nil {

@@ -738,6 +738,26 @@ func (c *Client) AdoptCuts(ctx context.Context, agent string, links []repo.CutLi
 	return err
 }
 
+var _ repo.TagWriter = (*Client)(nil)
+
+// WriteTag sets (move: or moves) a tag in the server (a repo.TagWriter:
+// repo.SetTag and MoveTag go through it). An existing tag naming another
+// commit, without move, is repo.ErrTagExists.
+func (c *Client) WriteTag(ctx context.Context, agent, name string, id objects.CID, move bool) error {
+	_, err := c.invoke(ctx, rpcwire.RPCSetTag, &rpcwire.Req{Agent: agent, Name: name, CID: id.Bytes(), Force: move})
+	return err
+}
+
+// RemoveTag deletes a tag record in the server (repo.DeleteTag), and
+// reports whether there was one.
+func (c *Client) RemoveTag(ctx context.Context, agent, name string) (bool, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCDeleteTag, &rpcwire.Req{Agent: agent, Name: name})
+	if err != nil {
+		return false, err
+	}
+	return r.OK, nil
+}
+
 // ApplyKeyOp changes the keys the server trusts (a repo.KeyRecorder):
 // learning keys needs a write token, trusting or untrusting them the Unix
 // socket.

@@ -160,3 +160,83 @@ func TestStoreSurvivesBadTagRecords(t *testing.T) {
 		t.Fatalf("the good tag went: %v", tags)
 	}
 }
+
+// Tags over TCP go through the SetTag and DeleteTag calls, which keep
+// SetTag's rule in the server: a raw tag record is refused even when it
+// names a commit the store holds (it could move a tag), an existing tag
+// naming another commit moves only with MoveTag (tag -f), and a raw
+// delete of a tag record is refused too.
+func TestTagsThroughCheckedCalls(t *testing.T) {
+	ctx := context.Background()
+	const ro = "ro-token-tags-0123456789"
+	local, srv, _ := startServed(t, remote.Options{Listen: "127.0.0.1:0", Tokens: []string{listenTok}, ReadTokens: []string{ro}})
+	first := putKey(t, local, "lumen", "a", "1")
+	second := putKey(t, local, "lumen", "b", "2")
+	c, err := remote.Dial(ctx, tcpAddr(t, srv), remote.DialOptions{Token: listenTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rc := repo.New(c)
+	if err := rc.SetTag(ctx, "lumen", "v1", first); err != nil {
+		t.Fatalf("SetTag: %v", err)
+	}
+	tagOf := func() objects.CID {
+		t.Helper()
+		tags, err := local.Tags(ctx, "lumen")
+		if err != nil || len(tags["lumen"]) != 1 {
+			t.Fatalf("tags: %v %v", tags, err)
+		}
+		return tags["lumen"][0].Commit
+	}
+	// A raw record that would move it, or make a new tag, or delete it.
+	wantCode(t, "SetMeta of tag/lumen/v1", c.SetMeta(ctx, "tag/lumen/v1", []byte(second.String())), rpcwire.CodeBadRequest)
+	wantCode(t, "SetMeta of tag/lumen/v2", c.SetMeta(ctx, "tag/lumen/v2", []byte(second.String())), rpcwire.CodeBadRequest)
+	wantCode(t, "DeleteMetaPrefix of tag/lumen/v1", c.DeleteMeta(ctx, "tag/lumen/v1"), rpcwire.CodeBadRequest)
+	// SetTag of another commit: refused, as locally.
+	err = rc.SetTag(ctx, "lumen", "v1", second)
+	if !errors.Is(err, repo.ErrTagExists) || !strings.Contains(err.Error(), first.Short()) {
+		t.Errorf("SetTag moving v1: %v, want ErrTagExists naming %s", err, first.Short())
+	}
+	if got := tagOf(); got != first {
+		t.Fatalf("v1 moved to %s", got)
+	}
+	// The same commit again: a no-op; MoveTag moves it.
+	if err := rc.SetTag(ctx, "lumen", "v1", first); err != nil {
+		t.Fatalf("SetTag of the commit it names: %v", err)
+	}
+	if err := rc.MoveTag(ctx, "lumen", "v1", second); err != nil {
+		t.Fatalf("MoveTag: %v", err)
+	}
+	if got := tagOf(); got != second {
+		t.Fatalf("after MoveTag v1 is %s, want %s", got, second)
+	}
+	// Bad requests: a tag of no commit, a bad name.
+	value := objects.NewValue([]byte("not a commit"))
+	if err := c.Put(ctx, value); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "SetTag of a value", rc.SetTag(ctx, "lumen", "v3", value.CID), rpcwire.CodeBadRequest)
+	if err := c.WriteTag(ctx, "lumen", "bad name", first, false); err == nil {
+		t.Errorf("WriteTag of a bad name: no error")
+	}
+	// A read-only token may not tag.
+	roc, err := remote.Dial(ctx, tcpAddr(t, srv), remote.DialOptions{Token: ro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer roc.Close()
+	if err := repo.New(roc).MoveTag(ctx, "lumen", "v1", first); !errors.Is(err, remote.ErrReadOnly) {
+		t.Errorf("MoveTag with a read-only token: %v, want ErrReadOnly", err)
+	}
+	if ok, err := repo.New(roc).DeleteTag(ctx, "lumen", "v1"); ok || !errors.Is(err, remote.ErrReadOnly) {
+		t.Errorf("DeleteTag with a read-only token: %v %v, want ErrReadOnly", ok, err)
+	}
+	if ok, err := rc.DeleteTag(ctx, "lumen", "v1"); !ok || err != nil {
+		t.Fatalf("DeleteTag: %v %v", ok, err)
+	}
+	if ok, err := rc.DeleteTag(ctx, "lumen", "v1"); ok || err != nil {
+		t.Fatalf("DeleteTag of a tag that is gone: %v %v", ok, err)
+	}
+	verifyClean(t, local)
+}
