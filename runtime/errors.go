@@ -7,18 +7,20 @@ import (
 
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
+	"github.com/agentstate/agentstate/refs/receipt"
 )
 
 var (
-	ErrClosed         = errors.New("runtime: closed")
-	ErrNoSigner       = errors.New("runtime: no operator signing key")
-	ErrBadTask        = errors.New("runtime: invalid task")
-	ErrTxDone         = errors.New("runtime: transaction already finished")
-	ErrKeyNotFound    = errors.New("runtime: key not found")
-	ErrConflict       = errors.New("runtime: conflicting writes")
-	ErrTaskPanicked   = errors.New("runtime: task panicked")
-	ErrBadReceipt     = errors.New("runtime: malformed receipt")
-	ErrBadSignature   = errors.New("runtime: receipt signature does not verify")
+	ErrClosed       = errors.New("runtime: closed")
+	ErrNoSigner     = errors.New("runtime: no operator signing key")
+	ErrBadTask      = errors.New("runtime: invalid task")
+	ErrTxDone       = errors.New("runtime: transaction already finished")
+	ErrKeyNotFound  = errors.New("runtime: key not found")
+	ErrConflict     = errors.New("runtime: conflicting writes")
+	ErrTaskPanicked = errors.New("runtime: task panicked")
+	// ErrBadReceipt and ErrBadSignature are refs/receipt's errors.
+	ErrBadReceipt     = receipt.ErrMalformed
+	ErrBadSignature   = receipt.ErrBadSignature
 	ErrReceiptNotKept = errors.New("runtime: task landed but its receipt was not stored")
 	ErrNoSnapshot     = errors.New("runtime: agent has no snapshot to restore")
 	ErrQueueFull      = errors.New("runtime: snapshot queue full")

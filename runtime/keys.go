@@ -4,27 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"os"
-	"strings"
 )
-
-// ParsePublicKey parses an ed25519 public key written as 64 hex digits or
-// as standard or URL-safe base64 (with or without padding).
-func ParsePublicKey(s string) (ed25519.PublicKey, error) {
-	s = strings.TrimSpace(s)
-	if b, err := hex.DecodeString(s); err == nil && len(b) == ed25519.PublicKeySize {
-		return ed25519.PublicKey(b), nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil && len(b) == ed25519.PublicKeySize {
-			return ed25519.PublicKey(b), nil
-		}
-	}
-	return nil, fmt.Errorf("%w: want an ed25519 public key as 64 hex digits or base64 of 32 bytes", ErrBadSignature)
-}
 
 // LoadOrCreateKey reads an operator key file (the 32-byte ed25519 seed as 64
 // hex digits and a newline), creating it with a fresh random key and mode

@@ -442,7 +442,7 @@ func (rt *Runtime) receipt(ctx context.Context, agent string, task Task, start, 
 	rec := &Receipt{Agent: agent, Task: task.ID, Attempt: task.Attempt, Model: task.Model, Adapter: task.Adapter,
 		Parent: start, From: from, Commit: commit, TaskCommit: taskCommit, Writes: writes,
 		BundleBefore: before, BundleAfter: a, StateDeltaHash: objects.StateDeltaHash(before, a), Time: now}
-	rec.sign(rt.signer)
+	rec.Sign(rt.signer)
 	return rec, nil
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
-	"github.com/agentstate/agentstate/runtime"
+	"github.com/agentstate/agentstate/refs/receipt"
 	"github.com/urfave/cli/v2"
 )
 
@@ -89,13 +89,13 @@ func (e *env) runReceipts(c *cli.Context) error {
 func parseKeyArgs(e *env, args []string) ([]ed25519.PublicKey, error) {
 	var keys []ed25519.PublicKey
 	for _, a := range args {
-		k, err := runtime.ParsePublicKey(a)
+		k, err := receipt.ParsePublicKey(a)
 		if err != nil {
 			data, ferr := os.ReadFile(e.path(a))
 			if ferr != nil {
 				return nil, usagef("--pub %q: neither a key (64 hex digits) nor a readable file: %v", a, ferr)
 			}
-			if k, err = runtime.ParsePublicKey(string(data)); err != nil {
+			if k, err = receipt.ParsePublicKey(string(data)); err != nil {
 				return nil, usagef("--pub %s: %v", a, err)
 			}
 		}
@@ -137,7 +137,7 @@ func splitLines(data []byte) [][]byte {
 }
 
 // checkReceipt verifies one receipt; note says what could not be checked.
-func (e *env) checkReceipt(rc *runtime.Receipt, keys []ed25519.PublicKey, r *repo.Repo) (note string, err error) {
+func (e *env) checkReceipt(rc *receipt.Receipt, keys []ed25519.PublicKey, r *repo.Repo) (note string, err error) {
 	if err := rc.VerifyAny(keys); err != nil {
 		return "", err
 	}
@@ -165,7 +165,7 @@ func (e *env) listReceipts(o receiptsOpts, lines [][]byte, keys []ed25519.Public
 	failed := 0
 	for i, l := range lines {
 		n := i + 1
-		rc, perr := runtime.ParseReceipt(l)
+		rc, perr := receipt.Parse(l)
 		var note string
 		verr := perr
 		if perr == nil && o.verify {

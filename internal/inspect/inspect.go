@@ -31,7 +31,7 @@ import (
 	"github.com/agentstate/agentstate/internal/textdiff"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
-	"github.com/agentstate/agentstate/runtime"
+	"github.com/agentstate/agentstate/refs/receipt"
 )
 
 var (
@@ -581,7 +581,7 @@ func undoneSeqs(entries []refs.Entry) map[uint64]bool {
 // Receipt is one line of an agent's receipt tape.
 type Receipt struct {
 	N        int              `json:"n"`
-	Receipt  *runtime.Receipt `json:"receipt,omitempty"`
+	Receipt  *receipt.Receipt `json:"receipt,omitempty"`
 	Line     string           `json:"line,omitempty"` // a line that does not parse
 	Verified *bool            `json:"verified,omitempty"`
 	Error    string           `json:"error,omitempty"`
@@ -608,7 +608,7 @@ func (v *View) Receipts(ctx context.Context, agent string, verify bool) ([]Recei
 			return nil, fmt.Errorf("reading the receipt tape of %q: %w", agent, err)
 		}
 		n++
-		rc, perr := runtime.ParseReceipt(l)
+		rc, perr := receipt.Parse(l)
 		j := Receipt{N: n}
 		if perr != nil {
 			j.Line = string(l)
@@ -631,7 +631,7 @@ func (v *View) Receipts(ctx context.Context, agent string, verify bool) ([]Recei
 	return out, nil
 }
 
-func (v *View) checkReceipt(ctx context.Context, rc *runtime.Receipt, keys []ed25519.PublicKey) (string, error) {
+func (v *View) checkReceipt(ctx context.Context, rc *receipt.Receipt, keys []ed25519.PublicKey) (string, error) {
 	if len(keys) == 0 {
 		return "", errors.New("the store records no operator key")
 	}

@@ -1,15 +1,22 @@
-package runtime
+package receipt
 
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/objects"
 )
+
+func testKey(seed string) ed25519.PrivateKey {
+	s := sha256.Sum256([]byte(seed))
+	return ed25519.NewKeyFromSeed(s[:])
+}
 
 func fixedReceipt(t testing.TB) *Receipt {
 	t.Helper()
@@ -20,7 +27,7 @@ func fixedReceipt(t testing.TB) *Receipt {
 	r := &Receipt{Agent: "lumen", Task: "task-42", Attempt: "a1", Model: "m<&>", Adapter: "hermes",
 		Parent: parent, From: parent, Commit: commit, TaskCommit: commit, Writes: 3,
 		BundleBefore: before, BundleAfter: after, StateDeltaHash: objects.StateDeltaHash(before, after), Time: 1700000000}
-	r.sign(testKey("operator"))
+	r.Sign(testKey("operator"))
 	return r
 }
 
@@ -47,7 +54,7 @@ func TestReceiptEncodingKnownAnswer(t *testing.T) {
 	if again := fixedReceipt(t); !bytes.Equal(again.Line(), r.Line()) {
 		t.Fatal("signing is not reproducible")
 	}
-	p, err := ParseReceipt(r.Line())
+	p, err := Parse(r.Line())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +63,32 @@ func TestReceiptEncodingKnownAnswer(t *testing.T) {
 	}
 	if p.Agent != r.Agent || p.Commit != r.Commit || p.BundleAfter != r.BundleAfter || p.Writes != 3 || p.Time != r.Time {
 		t.Fatalf("round trip %+v", p)
+	}
+}
+
+// knownLine is fixedReceipt signed by testKey("operator"), byte for byte as
+// the runtime wrote it before the receipt became its own package: the line,
+// the signature (ed25519 is deterministic) and the signed message are pinned.
+const knownLine = `{"v":1,"agent":"lumen","task":"task-42","attempt":"a1","model":"m\u003c\u0026\u003e","adapter":"hermes","parent":"bafyreiheoeszncz3oecj7pciali6ictr5ijvtxwpvowpoczulcadpvh7bq","from":"bafyreiheoeszncz3oecj7pciali6ictr5ijvtxwpvowpoczulcadpvh7bq","commit":"bafyreievaxfmw7drb3ixcjp4y3ftm2pi3xfgzdgyv5vdd5vtzvsgatbqta","taskCommit":"bafyreievaxfmw7drb3ixcjp4y3ftm2pi3xfgzdgyv5vdd5vtzvsgatbqta","writes":3,"bundleBefore":"0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470","bundleAfter":"0xabababababababababababababababababababababababababababababababab","stateDeltaHash":"0x279babd5e7bb54b7622856ad674357709cfcaceb43400e291bc3732ec78b7c20","time":1700000000,"operator":"ce721b929f7c89a7d9e6bf636663d820db2d23930c1f8e547652dffc549e79cc","sig":"d5285082b345f75de169bbb4f0493ebca7380043e2241a3973ab025cf74e14766687c539c3a94ae30ea7092c8a2735246828fe1fe63704ca200dcebca5600e02"}`
+
+func TestReceiptKnownAnswerLine(t *testing.T) {
+	if got := string(fixedReceipt(t).Line()); got != knownLine {
+		t.Fatalf("line\n%s\nwant\n%s", got, knownLine)
+	}
+	p, err := Parse([]byte(knownLine + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Verify(testKey("operator").Public().(ed25519.PublicKey)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(p); string(b) != knownLine {
+		t.Fatalf("MarshalJSON: %s", b)
+	}
+	i := strings.LastIndex(knownLine, `,"sig":"`)
+	msg := SigningContext + knownLine[:i] + "}"
+	if !ed25519.Verify(p.Operator, []byte(msg), p.Signature) || hex.EncodeToString(ed25519.Sign(testKey("operator"), []byte(msg))) != knownLine[i+8:len(knownLine)-2] {
+		t.Fatal("the pinned signature is not ed25519 over SigningContext || the line without its sig member")
 	}
 }
 
@@ -82,7 +115,7 @@ func TestReceiptTamperingDetected(t *testing.T) {
 		},
 		"sig byte": func(s string) string { return s[:len(s)-4] + "00\"}" },
 	} {
-		p, err := ParseReceipt([]byte(edit(line)))
+		p, err := Parse([]byte(edit(line)))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -93,13 +126,13 @@ func TestReceiptTamperingDetected(t *testing.T) {
 	// A forged delta hash, even when properly signed, is refused.
 	f := fixedReceipt(t)
 	f.StateDeltaHash = f.BundleAfter
-	f.sign(testKey("operator"))
-	if err := f.Verify(pub); !errors.Is(err, ErrBadReceipt) {
+	f.Sign(testKey("operator"))
+	if err := f.Verify(pub); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("bad delta: %v", err)
 	}
 }
 
-func TestParseReceiptRefusesNonCanonical(t *testing.T) {
+func TestParseRefusesNonCanonical(t *testing.T) {
 	line := string(fixedReceipt(t).Line())
 	for name, s := range map[string]string{
 		"empty":     "",
@@ -115,22 +148,22 @@ func TestParseReceiptRefusesNonCanonical(t *testing.T) {
 		"escaped":   strings.Replace(line, `m\u003c`, `m<`, 1),
 		"trailing":  line + " {}",
 	} {
-		if _, err := ParseReceipt([]byte(s)); !errors.Is(err, ErrBadReceipt) {
+		if _, err := Parse([]byte(s)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
 
-func FuzzParseReceipt(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	r := fixedReceipt(f)
 	f.Add(r.Line())
 	f.Add([]byte(`{"v":1}`))
 	f.Add([]byte(strings.Replace(string(r.Line()), "lumen", "lümen\u2028", 1)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := ParseReceipt(b)
+		p, err := Parse(b)
 		if err != nil {
-			if !errors.Is(err, ErrBadReceipt) {
-				t.Fatalf("error not matching ErrBadReceipt: %v", err)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error not matching ErrMalformed: %v", err)
 			}
 			return
 		}
