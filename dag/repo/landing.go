@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
@@ -19,31 +20,34 @@ var ErrBadLanding = errors.New("repo: refused HEAD move")
 // CheckLanding checks, before a served store's client moves agent's HEAD
 // from old (zero: the agent is new) to head, every commit the move brings
 // into the agent's history: head and its ancestors down to old's history
-// or another agent's HEAD. Each one's tree is checked as the reader reads
+// or another agent's HEAD (both read only when the line does not sit
+// directly on old, as for undo, reset or a merge). Each one's tree is checked as the reader reads
 // it, by Fetch's walk (treeWalk), reading only the nodes and values that
 // are not in its first parent's tree (a tree already in the history, or
 // checked by this call): a node of the parent's tree met where it was is
 // skipped with everything below it, met elsewhere it must fit there
 // (objects.TreeRanges), and everything else is checked as new. The cost
-// is what changed, times the tree's height. old's history is walked (its
-// commits only) when the new line does not sit directly on old. A refusal
+// is what changed, times the tree's height. A refusal
 // is ErrBadLanding, naming the commit and the block.
 func (r *Repo) CheckLanding(ctx context.Context, agent string, old, head objects.CID) error {
 	if head == old {
 		return nil
 	}
-	stop := map[objects.CID]bool{}
-	if !old.IsZero() {
-		stop[old] = true
-	}
-	for rec, err := range r.Storage.HeadRecords(ctx) {
-		if err != nil {
-			return err
+	var stop map[objects.CID]bool // other agents' HEADs, read when needed
+	isStop := func(c objects.CID) (bool, error) {
+		if stop == nil {
+			stop = map[objects.CID]bool{}
+			for rec, err := range r.Storage.HeadRecords(ctx) {
+				if err != nil {
+					return false, err
+				}
+				var h refs.Head
+				if json.Unmarshal(rec.Data, &h) == nil && rec.Agent != agent && !h.Commit.IsZero() {
+					stop[h.Commit] = true // another agent's HEAD: checked when it landed there
+				}
+			}
 		}
-		var h refs.Head
-		if json.Unmarshal(rec.Data, &h) == nil && rec.Agent != agent && !h.Commit.IsZero() {
-			stop[h.Commit] = true // another agent's HEAD: checked when it landed there
-		}
+		return stop[c], nil
 	}
 	gone, err := r.Gone(ctx)
 	if err != nil {
@@ -78,20 +82,27 @@ func (r *Repo) CheckLanding(ctx context.Context, agent string, old, head objects
 		}
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if visited[c] || stop[c] {
+		if visited[c] || c == old {
 			continue
 		}
 		visited[c] = true
-		if c != head {
-			if in, err := inOld(c); err != nil {
-				return err
-			} else if in {
-				continue
-			}
-		}
 		cm, err := r.Commit(ctx, c)
 		if err != nil {
 			return fmt.Errorf("%w: commit %s: %v", ErrBadLanding, c, err)
+		}
+		// A commit on old is new (the usual move: one commit on HEAD);
+		// another may be in old's history or another agent's HEAD.
+		if old.IsZero() || !slices.Contains(cm.Parents, old) {
+			if known, err := isStop(c); err != nil {
+				return err
+			} else if known {
+				continue
+			}
+			if known, err := inOld(c); err != nil {
+				return err
+			} else if known {
+				continue
+			}
 		}
 		base := objects.EmptyTreeCID
 		var parents []objects.CID
@@ -114,7 +125,7 @@ func (r *Repo) CheckLanding(ctx context.Context, agent string, old, head objects
 		}
 		if err := r.checkTreeFrom(ctx, base, cm.Tree); err != nil {
 			if objects.IsShapeError(err) || errors.Is(err, objects.ErrNotFound) || errors.Is(err, objects.ErrBadObject) || errors.Is(err, objects.ErrNonCanonical) {
-				return fmt.Errorf("%w: the tree of commit %s: %v", ErrBadLanding, c, err)
+				return fmt.Errorf("%w: commit %s: %w", ErrBadLanding, c, err)
 			}
 			return err
 		}
@@ -140,7 +151,7 @@ func (r *Repo) checkTreeFrom(ctx context.Context, base, root objects.CID) error 
 			return err
 		}
 	}
-	w := treeWalk{ctx: ctx, seen: seen, ranges: objects.NewTreeRanges(r.Blocks), what: "tree",
+	w := treeWalk{ctx: ctx, seen: seen, ranges: objects.NewTreeRanges(r.Blocks), what: "its tree",
 		node: func(spot objects.TreeSpot) ([]byte, bool, error) {
 			if !spot.IsRoot() && !b.root.CID.IsZero() {
 				if err := b.find(spot); err != nil {
