@@ -16,10 +16,13 @@ func (s *Store) ShedMapped() { shedMapped(s.mapped) }
 // Mapped is the store's directory as the kernel names it.
 func (s *Store) Mapped() string { return s.mapped }
 
-// SetHeadHooks sets the HEAD cache's interleaving hooks (refstore.go): read
-// runs in HeadRecord after a Badger read and before the cache may keep it,
-// swapped in SwapHead after the transaction and before the cache hears of
-// its end. Set them before the store is shared.
-func (s *Store) SetHeadHooks(read, swapped func(agent string)) {
-	s.heads.hookRead, s.heads.hookSwapped = read, swapped
+// HeadHooks are the HEAD cache's interleaving points (refstore.go): Missed
+// runs in HeadRecord after a lookup that missed and before the Badger read,
+// Read after the Badger read and before the cache may keep it, Swapped in
+// SwapHead after the transaction and before the cache hears of its end.
+type HeadHooks struct{ Missed, Read, Swapped func(agent string) }
+
+// SetHeadHooks sets the hooks; set them before the store is shared.
+func (s *Store) SetHeadHooks(h HeadHooks) {
+	s.heads.hookMissed, s.heads.hookRead, s.heads.hookSwapped = h.Missed, h.Read, h.Swapped
 }

@@ -3,10 +3,13 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 )
@@ -18,6 +21,11 @@ import (
 func TestHeadReadsNeverStale(t *testing.T) {
 	ctx := context.Background()
 	s := create(t)
+	// A HEAD read that misses the cache pauses a random while before and
+	// after its Badger read, and a swap after its commit: that widens the
+	// windows where reads and a swap interleave.
+	pause := func(string) { time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond) }
+	s.SetHeadHooks(store.HeadHooks{Missed: pause, Read: pause, Swapped: pause})
 	r := refs.New(s)
 	c := func(i int) objects.CID { return objects.Sum(objects.CodecDagCBOR, []byte(fmt.Sprint(i))) }
 	const agents, moves, readers = 2, 150, 4
@@ -110,18 +118,18 @@ func TestHeadReadBeforeSwapKeepsNothing(t *testing.T) {
 	)
 	holdRead.Store(true)
 	holdSwap.Store(true)
-	s.SetHeadHooks(func(string) {
+	s.SetHeadHooks(store.HeadHooks{Read: func(string) {
 		badgerReads.Add(1)
 		if holdRead.CompareAndSwap(true, false) {
 			close(readHeld)
 			<-readGoOn
 		}
-	}, func(string) {
+	}, Swapped: func(string) {
 		if holdSwap.CompareAndSwap(true, false) {
 			close(swapHeld)
 			<-swapGoOn
 		}
-	})
+	}})
 	read := func(want int, when string) {
 		t.Helper()
 		v, ok, err := s.HeadRecord(ctx, "a")

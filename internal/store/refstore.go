@@ -46,9 +46,10 @@ type headCache struct {
 	busy map[string]int    // swaps begun and not ended
 
 	// Set by the tests only (export_test.go), before the store is shared:
-	// hookRead runs in HeadRecord between the Badger read and keeping it,
+	// hookMissed runs in HeadRecord between the lookup that missed and the
+	// Badger read, hookRead between the Badger read and keeping it,
 	// hookSwapped in SwapHead between the transaction and end.
-	hookRead, hookSwapped func(agent string)
+	hookMissed, hookRead, hookSwapped func(agent string)
 }
 
 // maxCachedHeads bounds headCache; past it the cache starts again empty.
@@ -106,6 +107,9 @@ func (s *Store) HeadRecord(ctx context.Context, agent string) ([]byte, bool, err
 	rec, gen, ok := s.heads.lookup(agent)
 	if ok {
 		return bytes.Clone(rec), true, nil
+	}
+	if s.heads.hookMissed != nil {
+		s.heads.hookMissed(agent)
 	}
 	v, ok, err := s.get(headKey(agent))
 	if err != nil {
