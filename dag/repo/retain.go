@@ -55,7 +55,10 @@ func (p Policy) IsZero() bool {
 	return p.Last == 0 && p.Hourly == 0 && p.Daily == 0 && p.Weekly == 0 && p.Monthly == 0 && p.Yearly == 0 && p.Within == 0
 }
 
-// String is the policy as forget's flags.
+// String is the policy's recorded spelling: a checkpoint's "policy" member
+// and a ForgetReport's Policy (docs/format.md §7.1). The format spells it in
+// forget's words ("--keep-last 2", "HEAD and tags only"), so stores written
+// before and after read the same; it is a description, never parsed.
 func (p Policy) String() string {
 	var parts []string
 	for _, f := range []struct {
