@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
 )
@@ -18,8 +20,8 @@ import (
 // duStore writes commits to agent "a" of a Badger store (and a few to "b"):
 // every commit changes three of 400 keys, path-nested two deep, and every
 // 250th rewrites a chunked value, so the store holds many shared tree nodes,
-// small values and some chunks.
-func duStore(b *testing.B, commits int) *repo.Repo {
+// small values and some chunks. Agent "b" is written to when named.
+func duStore(b testing.TB, commits int, agents ...string) *repo.Repo {
 	b.Helper()
 	ctx := context.Background()
 	r, err := repo.Init(filepath.Join(b.TempDir(), "s"), repo.Options{})
@@ -67,7 +69,7 @@ func duStore(b *testing.B, commits int) *repo.Repo {
 	}
 	for i := range commits {
 		commit("a", i)
-		if i%10 == 0 {
+		if i%10 == 0 && slices.Contains(agents, "b") {
 			commit("b", i)
 		}
 	}
@@ -79,7 +81,7 @@ func duStore(b *testing.B, commits int) *repo.Repo {
 // held live (peak-live-MB: the live heap after each collection, sampled
 // every millisecond).
 func BenchmarkDiskUsage(b *testing.B) {
-	r := duStore(b, 2000)
+	r := duStore(b, 2000, "b")
 	ctx := context.Background()
 	runtime.GC()
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
@@ -120,4 +122,60 @@ func BenchmarkDiskUsage(b *testing.B) {
 	close(done)
 	<-sampled
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-live-MB")
+}
+
+// Every commit's Size is the bytes of the commit and of every block its
+// tree reaches, each once (a walk of that commit alone, the independent
+// count); every live block was added by exactly one commit of the one
+// agent's history; a key's Current is its value at HEAD, every byte of it.
+// The history nests subtrees, shares them between commits and rewrites a
+// chunked value.
+func TestDiskUsageCountsEveryBlockOnce(t *testing.T) {
+	r := duStore(t, 160)
+	ctx := context.Background()
+	u, err := r.DiskUsage(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u.Commits) != 160 {
+		t.Fatalf("%d commits", len(u.Commits))
+	}
+	var added int64
+	for _, c := range u.Commits {
+		var size int64
+		_, ps, err := dag.Walk(ctx, r.Blocks, []objects.CID{c.CID}, dag.WalkOptions{
+			Cut:   func(child, parent objects.CID) bool { return true },
+			Visit: func(_ objects.CID, data []byte) error { size += int64(len(data)); return nil },
+		})
+		if err != nil || len(ps) > 0 {
+			t.Fatal(err, ps)
+		}
+		if c.Size != size || c.Shared != c.Size-c.Added || c.Added <= 0 {
+			t.Fatalf("commit %s: %+v, its blocks hold %d bytes", c.CID, c, size)
+		}
+		added += c.Added
+	}
+	if added != u.Store.LiveBytes {
+		t.Fatalf("the commits added %d bytes, %d are live", added, u.Store.LiveBytes)
+	}
+	head, err := r.Tree(ctx, u.Commits[0].CID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range u.Keys {
+		v, ok, err := head.Get(ctx, k.Key)
+		if err != nil || !ok {
+			t.Fatal(k.Key, ok, err)
+		}
+		var size int64
+		if err := objects.CheckValue(ctx, r.Blocks, v, func(_ objects.CID, data []byte) error { size += int64(len(data)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if k.Current != size || k.Versions < 1 || k.Bytes < k.Current {
+			t.Fatalf("key %+v, its value at HEAD holds %d bytes", k, size)
+		}
+	}
+	if u.Keys[0].Key != "big" || u.Keys[0].Versions != 1 {
+		t.Fatalf("keys by growth: %+v", u.Keys[0])
+	}
 }
