@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
@@ -69,9 +70,19 @@ func TestWritesDoNotStayResident(t *testing.T) {
 	if before < written>>10/2 {
 		t.Fatalf("%d KiB of the store's files resident after writing %d KiB: the blocks did not go through a mapping", before, written>>10)
 	}
-	s.ShedMapped()
-	if after := mappedRSS(t, s.Mapped()); after > before/2 {
-		t.Fatalf("%d KiB of the store's files resident after a shed, %d before", after, before)
+	// Badger's own background work (a memtable flush, a compaction) may
+	// touch pages again right after a shed: a shed that works drops most
+	// of them on one of a few tries; one that does nothing never does.
+	after := before
+	for try := 0; try < 5 && after > before/2; try++ {
+		if try > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		s.ShedMapped()
+		after = mappedRSS(t, s.Mapped())
+	}
+	if after > before/2 {
+		t.Fatalf("%d KiB of the store's files resident after five sheds, %d before", after, before)
 	}
 	for _, b := range blocks {
 		data, err := s.Get(ctx, b.CID)
