@@ -14,6 +14,7 @@ import (
 	"github.com/agentstate/agentstate/export"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/objects/memstore"
+	"github.com/agentstate/agentstate/objects/objectstest"
 )
 
 // putSizes records the bytes of each Put.
@@ -71,22 +72,6 @@ func TestStoreFilesStreamsLargeFiles(t *testing.T) {
 	}
 }
 
-// lastChunkLiar returns the last raw chunk of a value with a byte changed
-// after its hash was checked (a store that lies).
-type lastChunkLiar struct {
-	objects.BlockStore
-	lie objects.CID
-}
-
-func (s lastChunkLiar) Get(ctx context.Context, c objects.CID) ([]byte, error) {
-	data, err := s.BlockStore.Get(ctx, c)
-	if err == nil && c == s.lie {
-		data = append([]byte(nil), data...)
-		data[0] ^= 1
-	}
-	return data, err
-}
-
 // A checkout streams each value into its file; a chunked value whose
 // content fails its checks leaves no file behind.
 func TestCheckoutStreamsValues(t *testing.T) {
@@ -94,26 +79,12 @@ func TestCheckoutStreamsValues(t *testing.T) {
 	big := make([]byte, 5<<20+7)
 	rand.NewChaCha8(sha256.Sum256([]byte("checkout"))).Read(big)
 	bs := memstore.New()
-	v, blocks := objects.NewFileValue(big)
-	if err := bs.Put(ctx, blocks...); err != nil {
+	root, last, err := objectstest.OneBigValue(ctx, bs, "big.bin", big)
+	if err != nil {
 		t.Fatal(err)
-	}
-	tr := objects.NewTree(bs)
-	if _, err := tr.Put(ctx, "big.bin", v); err != nil {
-		t.Fatal(err)
-	}
-	root, nodes := tr.Flush()
-	if err := bs.Put(ctx, nodes...); err != nil {
-		t.Fatal(err)
-	}
-	var last objects.CID
-	for _, b := range blocks {
-		if b.CID.Codec() == objects.CodecRaw {
-			last = b.CID
-		}
 	}
 	bad := filepath.Join(t.TempDir(), "bad")
-	if _, err := export.Checkout(ctx, lastChunkLiar{bs, last}, root, bad); !errors.Is(err, objects.ErrHashMismatch) {
+	if _, err := export.Checkout(ctx, objectstest.Liar{BlockStore: bs, Lie: last}, root, bad); !errors.Is(err, objects.ErrHashMismatch) {
 		t.Fatalf("checkout of a value that fails its checks: %v", err)
 	}
 	if _, err := os.Lstat(filepath.Join(bad, "big.bin")); !os.IsNotExist(err) {
