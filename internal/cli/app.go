@@ -50,7 +50,7 @@ type env struct {
 	served *repo.Repo
 	// gatesOwnWrites: the command does not hold the write gate for its whole
 	// run: gc (which waits on it) and mcp (which holds it per write, through
-	// internal/inspect, and may run for hours).
+	// dag/inspect, and may run for hours).
 	gatesOwnWrites bool
 	// action is the command the parse chose, run after parsing (see main).
 	action func() error

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/internal/inspect"
 	"github.com/agentstate/agentstate/internal/mcpserver"
 	"github.com/urfave/cli/v2"
 )
@@ -21,7 +21,7 @@ func (e *env) runMcp(c *cli.Context) error {
 		return err
 	}
 	readOnly := c.Bool("read-only")
-	// MCP writes hold the write gate one at a time (internal/inspect); the
+	// MCP writes hold the write gate one at a time (dag/inspect); the
 	// session may last hours and must not hold it throughout.
 	e.gatesOwnWrites = true
 	o := mcpserver.Options{ReadOnly: readOnly, Agent: e.agent}

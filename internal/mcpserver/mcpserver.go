@@ -1,5 +1,5 @@
 // Package mcpserver is agentstate's Model Context Protocol server, built on
-// the official Go SDK: tools and a resource template over internal/inspect,
+// the official Go SDK: tools and a resource template over dag/inspect,
 // served on stdio ('agentstate mcp') or streamable HTTP ('/mcp' on a served
 // store's TCP address). docs/mcp.md describes every tool.
 package mcpserver
@@ -15,8 +15,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/export/snapshot"
-	"github.com/agentstate/agentstate/internal/inspect"
 	"github.com/agentstate/agentstate/objects"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )

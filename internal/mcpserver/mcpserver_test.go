@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/internal/inspect"
 	"github.com/agentstate/agentstate/internal/mcpserver"
 	"github.com/agentstate/agentstate/runtime"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"

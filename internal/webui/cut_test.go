@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/dag/inspect"
+	"github.com/agentstate/agentstate/dag/inspect/inspecttest"
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/internal/inspect"
-	"github.com/agentstate/agentstate/internal/inspect/inspecttest"
 	"github.com/agentstate/agentstate/internal/webui"
 	"github.com/chromedp/chromedp"
 )

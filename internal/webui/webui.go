@@ -1,6 +1,6 @@
 // Package webui is agentstate's time-travel page: one HTML page, its script
 // and stylesheet (embedded: the page works offline), and a JSON API over
-// internal/inspect, with Server-Sent Events as HEADs move. The page only
+// dag/inspect, with Server-Sent Events as HEADs move. The page only
 // reads. docs/ui.md describes the views and the API.
 package webui
 
@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentstate/agentstate/internal/inspect"
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/objects"
 )
 

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
-	"github.com/agentstate/agentstate/internal/inspect"
 	"github.com/agentstate/agentstate/internal/webui"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/runtime"

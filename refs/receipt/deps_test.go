@@ -26,7 +26,7 @@ func TestReceiptNeedsNoRuntime(t *testing.T) {
 // Readers of the tape (the inspect model, the command line) use the receipt
 // package, not the embedding API.
 func TestReadersDoNotImportTheRuntime(t *testing.T) {
-	for _, pkg := range []string{"../../internal/inspect", "../../internal/mcpserver", "../../internal/webui", "../../export/history"} {
+	for _, pkg := range []string{"../../dag/inspect", "../../internal/mcpserver", "../../internal/webui", "../../export/history"} {
 		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, pkg).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", pkg, err)

@@ -16,9 +16,9 @@ package web
 import (
 	"net/http"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
-	"github.com/agentstate/agentstate/internal/inspect"
 	"github.com/agentstate/agentstate/internal/mcpserver"
 	"github.com/agentstate/agentstate/internal/webui"
 )

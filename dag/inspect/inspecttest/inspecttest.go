@@ -1,5 +1,5 @@
 // Package inspecttest builds the store states the windows' tests read
-// (internal/inspect, internal/mcpserver, internal/webui): a history a
+// (dag/inspect, internal/mcpserver, internal/webui): a history a
 // forget cut, a fork that still reaches the cut commits, a fork made on the
 // cut history, and an agent with no commits.
 package inspecttest

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentstate/agentstate/internal/inspect"
-	"github.com/agentstate/agentstate/internal/inspect/inspecttest"
+	"github.com/agentstate/agentstate/dag/inspect"
+	"github.com/agentstate/agentstate/dag/inspect/inspecttest"
 	"github.com/agentstate/agentstate/objects"
 )
 

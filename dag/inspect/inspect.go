@@ -1,6 +1,7 @@
-// Package inspect is the structured read (and small write) model over a
-// repository that the store's windows share: the MCP tools and the web page.
-// It answers what the CLI's log, show, diff, get, ls, oplog, receipts and
+// Package inspect is the read model of a repository: the one place a read
+// question is answered, as values whose JSON is the documented shape, that
+// the store's windows (the CLI, the MCP tools, the web page) render. It
+// answers what the CLI's log, show, diff, get, ls, oplog, receipts and
 // snapshots print, as values instead of text, and makes the few edits an
 // MCP client may ask for, each one commit through the repository's owner.
 //

@@ -5,9 +5,9 @@ import (
 	"io"
 	"testing"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/memory"
-	"github.com/agentstate/agentstate/internal/inspect"
 	"github.com/agentstate/agentstate/objects"
 )
 

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/internal/inspect"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/runtime"
 )
