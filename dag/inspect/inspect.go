@@ -7,9 +7,10 @@
 //
 // Errors for things that do not exist (an agent, a revision, a key, a
 // commit or block not in the store: one a forget cut, or one a collection
-// running beside the read removed) wrap ErrNotFound; errors for malformed
-// input (an invalid key, agent name or revision) wrap ErrBadRequest.
-// Everything else is the store's own failure.
+// running beside the read removed) are ErrNotFound to errors.Is; errors for
+// malformed input (an invalid key, agent name or revision) are ErrBadRequest.
+// Their message is the error's own, with no prefix for the kind, so every
+// window says the same words. Everything else is the store's own failure.
 //
 // A history cut by forget reads as the CLI's log prints it: the walks do
 // not follow the agent's cuts (nor, where the parent is gone, any other
@@ -53,7 +54,18 @@ type View struct {
 // New returns a view of r.
 func New(r *repo.Repo) *View { return &View{R: r} }
 
-// classify wraps err in ErrNotFound or ErrBadRequest when it is one.
+// kindError is an error of a kind (ErrNotFound, ErrBadRequest) that reads
+// as the error itself: every window prints the same words for it, and the
+// kind is for errors.Is.
+type kindError struct {
+	kind, err error
+}
+
+func (e *kindError) Error() string        { return e.err.Error() }
+func (e *kindError) Unwrap() error        { return e.err }
+func (e *kindError) Is(target error) bool { return target == e.kind }
+
+// classify makes err an ErrNotFound or ErrBadRequest when it is one.
 func classify(err error) error {
 	switch {
 	case err == nil:
@@ -61,17 +73,21 @@ func classify(err error) error {
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRequest):
 		return err
 	case errors.Is(err, refs.ErrNoAgent), errors.Is(err, dag.ErrUnknown), errors.Is(err, objects.ErrNotFound):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return &kindError{ErrNotFound, err}
 	case errors.Is(err, refs.ErrBadAgent), errors.Is(err, dag.ErrBadRev), errors.Is(err, dag.ErrAmbiguous),
 		errors.Is(err, dag.ErrNotCommit), errors.Is(err, objects.ErrBadKey), errors.Is(err, objects.ErrBadCID),
 		errors.Is(err, refs.ErrAgentExists), errors.Is(err, refs.ErrNothingUndo):
-		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return &kindError{ErrBadRequest, err}
 	}
 	return err
 }
 
 func badf(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
+	return &kindError{ErrBadRequest, fmt.Errorf(format, a...)}
+}
+
+func notFoundf(format string, a ...any) error {
+	return &kindError{ErrNotFound, fmt.Errorf(format, a...)}
 }
 
 // checkAgent refuses an invalid name and one with no HEAD.
@@ -187,8 +203,8 @@ func (v *View) pastCut(ctx context.Context, agent, rev string, err error) error 
 	if !ok {
 		return err
 	}
-	return fmt.Errorf("%w: %s: %w (forget cut %s's history at %s, %s: what is past the cut is gone)",
-		ErrNotFound, rev, err, agent, time.Unix(cp.Time, 0).UTC().Format(time.RFC3339), cp.Policy)
+	return notFoundf("%s: %w (forget cut %s's history at %s, %s: what is past the cut is gone)",
+		rev, err, agent, time.Unix(cp.Time, 0).UTC().Format(time.RFC3339), cp.Policy)
 }
 
 // Forgotten is what an agent's forgets cut, as 'agentstate log' says it
@@ -200,9 +216,30 @@ type Forgotten struct {
 	Commits uint64 `json:"forgottenCommits"`
 }
 
-// History is a log: its commits, newest first, and what forget cut.
+// CutLine is what a log says below a commit whose parents a forget cut:
+// with f (the agent's own forget), when and by which policy, and how much
+// the agent's forgets took in all; with f nil (the cut is another agent's,
+// whose history this one shares: a fork or reset made on a cut history),
+// only that it was cut. The policy is as recorded: a window escapes it as
+// it escapes any text from the store.
+func (f *Forgotten) CutLine() string {
+	if f == nil {
+		return "history cut here by forget"
+	}
+	return fmt.Sprintf("history cut here by forget at %s (%s); %d older operations and %d commits forgotten in all",
+		time.Unix(f.Time, 0).UTC().Format(TimeLayout), f.Policy, f.Ops, f.Commits)
+}
+
+// TimeLayout is how the windows write a commit's or an operation's time.
+const TimeLayout = "2006-01-02 15:04:05 +0000"
+
+// History is a log: the agent's HEAD, the commits, newest first, and what
+// forget cut.
 type History struct {
-	Commits []Commit `json:"commits"`
+	// Head is the agent's HEAD as the log was read (the log may start
+	// elsewhere: LogOptions.Rev).
+	Head    objects.CID `json:"head"`
+	Commits []Commit    `json:"commits"`
 	// Forgotten is set when a forget cut the agent's history: the commits
 	// whose Cut is set are where.
 	Forgotten *Forgotten `json:"forgotten,omitempty"`
@@ -233,6 +270,10 @@ func (v *View) Log(ctx context.Context, agent string, o LogOptions) (History, er
 }
 
 func (v *View) logOnce(ctx context.Context, agent string, o LogOptions) (History, error) {
+	head, err := v.checkAgent(ctx, agent)
+	if err != nil {
+		return History{}, err
+	}
 	start, _, err := v.resolve(ctx, agent, o.Rev)
 	if err != nil {
 		return History{}, err
@@ -241,7 +282,7 @@ func (v *View) logOnce(ctx context.Context, agent string, o LogOptions) (History
 	if err != nil {
 		return History{}, classify(err)
 	}
-	out := History{Commits: []Commit{}}
+	out := History{Head: head.Commit, Commits: []Commit{}}
 	if cp != nil {
 		out.Forgotten = &Forgotten{Time: cp.Time, Policy: cp.Policy, Ops: cp.ForgottenOps, Commits: cp.ForgottenCommits}
 	}
@@ -467,7 +508,7 @@ func (v *View) Open(ctx context.Context, agent, rev, key string) (Value, io.Read
 		return Value{}, nil, classify(err)
 	}
 	if !ok {
-		return Value{}, nil, fmt.Errorf("%w: key %q does not exist at %s", ErrNotFound, key, id.Short())
+		return Value{}, nil, notFoundf("key %q does not exist at %s", key, id.Short())
 	}
 	rd, size, err := objects.OpenValue(ctx, v.R.Blocks, val)
 	if err != nil {

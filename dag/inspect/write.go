@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -62,7 +61,7 @@ func (v *View) Delete(ctx context.Context, agent, key string, o WriteOptions) (o
 }
 
 func badNotFound(key string) error {
-	return fmt.Errorf("%w: key %q does not exist at HEAD", ErrNotFound, key)
+	return notFoundf("key %q does not exist at HEAD", key)
 }
 
 // Undo reverts agent's last operation.

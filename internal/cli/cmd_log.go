@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
@@ -36,51 +37,30 @@ func (e *env) runLog(c *cli.Context) error {
 		return usagef("log --follow follows HEAD, printing as it goes: no REV, no --json")
 	}
 	return e.withRepoRead(func(r *repo.Repo) error {
-		start, err := r.Resolve(e.ctx, e.agent, rev)
+		// The read model walks the log; this renders it. -n 0 prints
+		// nothing, but the revision is still resolved (a bad one fails).
+		o := inspect.LogOptions{Rev: rev, Path: path, Limit: max(limit, 0)}
+		if limit == 0 {
+			o.Limit = 1
+		}
+		h, err := inspect.New(r).Log(e.ctx, e.agent, o)
 		if err != nil {
 			return err
 		}
-		head, _ := r.Refs.Head(e.ctx, e.agent)
-		lo, cp, err := r.LogOptions(e.ctx, e.agent)
-		if err != nil {
-			return err
-		}
-		var out []logJSON
-		n := 0
-		for le, err := range dag.LogWith(e.ctx, r.Blocks, start, lo) {
-			if err != nil {
-				return err
-			}
-			if limit >= 0 && n >= limit {
-				break
-			}
-			if ok, err := touches(e, r, le, path); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
-			n++
-			if asJSON {
-				j, err := e.logJSON(r, le)
-				if err != nil {
-					return err
-				}
-				out = append(out, j)
-				continue
-			}
-			e.printLogEntry(le, oneline, n, head.Commit)
-			if len(le.Cut) > 0 {
-				e.printCut(cp, oneline)
-			}
+		if limit == 0 {
+			h.Commits = h.Commits[:0]
 		}
 		if asJSON {
-			if out == nil {
-				out = []logJSON{}
+			return e.writeJSON(h.Commits)
+		}
+		for i, c := range h.Commits {
+			e.printLogEntry(c, oneline, i+1, h.Head)
+			if len(c.Cut) > 0 {
+				e.printCut(h.Forgotten, oneline)
 			}
-			return e.writeJSON(out)
 		}
 		if follow {
-			return e.followLog(r, head.Commit, path, oneline, n)
+			return e.followLog(r, h.Head, path, oneline, len(h.Commits))
 		}
 		return nil
 	})
@@ -132,7 +112,7 @@ func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline boo
 				continue
 			}
 			printed++
-			e.printLogEntry(le, oneline, printed, h.Commit)
+			e.printLogEntry(entryCommit(le), oneline, printed, h.Commit)
 		}
 		last = h.Commit
 	}
@@ -143,14 +123,10 @@ func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline boo
 }
 
 // printCut says that history below the last commit printed was cut: by
-// the agent's forget (cp), or, with cp nil, by another agent's whose history
-// this one shares (a fork or reset made on a cut history).
-func (e *env) printCut(cp *repo.Checkpoint, oneline bool) {
-	line := "history cut here by forget"
-	if cp != nil {
-		line = fmt.Sprintf("history cut here by forget at %s (%s); %d older operations and %d commits forgotten in all",
-			fmtTime(cp.Time), termsafe.Line(cp.Policy), cp.ForgottenOps, cp.ForgottenCommits)
-	}
+// the agent's forget (f), or, with f nil, by another agent's whose history
+// this one shares.
+func (e *env) printCut(f *inspect.Forgotten, oneline bool) {
+	line := termsafe.Line(f.CutLine())
 	if oneline {
 		fmt.Fprintln(e.stdout, e.paint("2", "~~ "+line))
 		return
@@ -177,18 +153,18 @@ func touches(e *env, r *repo.Repo, le dag.LogEntry, path string) (bool, error) {
 }
 
 // printLogEntry prints the n-th commit of a log (1-based), marking HEAD.
-func (e *env) printLogEntry(le dag.LogEntry, oneline bool, n int, head objects.CID) {
+func (e *env) printLogEntry(c inspect.Commit, oneline bool, n int, head objects.CID) {
 	if oneline {
 		// One write of one line, built without fmt (a thousand of them are
 		// much of a served log --oneline).
 		line := make([]byte, 0, 96)
-		line = append(line, e.paint("33", le.CID.Short())...)
-		line = append(append(line, ' '), firstLine(le.Commit.Message)...)
+		line = append(line, e.paint("33", c.CID.Short())...)
+		line = append(append(line, ' '), firstLine(c.Message)...)
 		e.stdout.Write(append(line, '\n'))
 		return
 	}
 	if n > 1 {
 		fmt.Fprintln(e.stdout)
 	}
-	e.printCommit(le, le.CID == head)
+	e.printCommit(c, c.CID == head)
 }

@@ -60,7 +60,7 @@ func (e *env) runShow(c *cli.Context) error {
 			}{j, changes, parentGone})
 		}
 		head, _ := r.Refs.Head(e.ctx, e.agent)
-		e.printCommit(le, id == head.Commit)
+		e.printCommit(entryCommit(le), id == head.Commit)
 		h, err := r.BundleHash(e.ctx, cm.Tree)
 		if err != nil {
 			return err

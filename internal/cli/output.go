@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
@@ -45,7 +46,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func fmtTime(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02 15:04:05 +0000") }
+func fmtTime(t int64) string { return time.Unix(t, 0).UTC().Format(inspect.TimeLayout) }
 
 // firstLine is the first line of a message, escaped for a terminal
 // (termsafe.Line).
@@ -56,23 +57,23 @@ func firstLine(s string) string {
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
-type logJSON struct {
-	CID        objects.CID       `json:"cid"`
-	Parents    []objects.CID     `json:"parents"`
-	Tree       objects.CID       `json:"tree"`
-	Time       int64             `json:"time"`
-	Message    string            `json:"message"`
-	Metadata   map[string]string `json:"metadata"`
-	BundleHash string            `json:"bundleHash"`
-	// Cut lists the parents a forget cut: history below them is gone.
-	Cut []objects.CID `json:"cut,omitempty"`
-}
+// logJSON is a commit as log --json and show --json print it: the read
+// model's.
+type logJSON = inspect.Commit
 
 func (e *env) logJSON(r *repo.Repo, le dag.LogEntry) (logJSON, error) {
 	h, err := r.BundleHash(e.ctx, le.Commit.Tree)
 	if err != nil {
 		return logJSON{}, err
 	}
+	c := entryCommit(le)
+	c.BundleHash = h.String()
+	return c, nil
+}
+
+// entryCommit is le as the read model's commit, without its bundle hash
+// (which text output does not print).
+func entryCommit(le dag.LogEntry) inspect.Commit {
 	parents := le.Commit.Parents
 	if parents == nil {
 		parents = []objects.CID{}
@@ -81,29 +82,29 @@ func (e *env) logJSON(r *repo.Repo, le dag.LogEntry) (logJSON, error) {
 	if meta == nil {
 		meta = map[string]string{}
 	}
-	return logJSON{CID: le.CID, Parents: parents, Tree: le.Commit.Tree, Time: le.Commit.Time,
-		Message: le.Commit.Message, Metadata: meta, BundleHash: h.String(), Cut: le.Cut}, nil
+	return inspect.Commit{CID: le.CID, Parents: parents, Tree: le.Commit.Tree, Time: le.Commit.Time,
+		Message: le.Commit.Message, Metadata: meta, Cut: le.Cut}
 }
 
-func (e *env) printCommit(le dag.LogEntry, head bool) {
-	hdr := "commit " + le.CID.String()
+func (e *env) printCommit(c inspect.Commit, head bool) {
+	hdr := "commit " + c.CID.String()
 	if head {
 		hdr += " (HEAD -> " + termsafe.Line(e.agent) + ")"
 	}
 	fmt.Fprintln(e.stdout, e.paint("33", hdr))
-	if len(le.Commit.Parents) > 1 {
+	if len(c.Parents) > 1 {
 		var ps []string
-		for _, p := range le.Commit.Parents {
+		for _, p := range c.Parents {
 			ps = append(ps, p.Short())
 		}
 		fmt.Fprintf(e.stdout, "Merge:  %s\n", strings.Join(ps, " "))
 	}
-	fmt.Fprintf(e.stdout, "Date:   %s\n", fmtTime(le.Commit.Time))
-	for _, k := range sortedKeys(le.Commit.Metadata) {
-		fmt.Fprintf(e.stdout, "%-7s %s\n", termsafe.Line(k)+":", termsafe.Line(le.Commit.Metadata[k]))
+	fmt.Fprintf(e.stdout, "Date:   %s\n", fmtTime(c.Time))
+	for _, k := range sortedKeys(c.Metadata) {
+		fmt.Fprintf(e.stdout, "%-7s %s\n", termsafe.Line(k)+":", termsafe.Line(c.Metadata[k]))
 	}
 	fmt.Fprintln(e.stdout)
-	for _, line := range strings.Split(le.Commit.Message, "\n") {
+	for _, line := range strings.Split(c.Message, "\n") {
 		fmt.Fprintf(e.stdout, "    %s\n", termsafe.Line(line))
 	}
 }

@@ -139,11 +139,8 @@ func (h *handler) log(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := h.v.Head(r.Context(), agent)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"head": head, "commits": hist.Commits, "forgotten": hist.Forgotten}, nil
+	// The page's documented shape has "forgotten": null when nothing was cut.
+	return map[string]any{"head": hist.Head, "commits": hist.Commits, "forgotten": hist.Forgotten}, nil
 }
 
 func (h *handler) commit(r *http.Request) (any, error) {
