@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/dag/inspect"
+	"github.com/agentstate/agentstate/dag/inspect/inspecttest"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/remote"
+	"github.com/agentstate/agentstate/internal/mcpserver"
+	"github.com/agentstate/agentstate/internal/webui"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// windows is one store state and its three windows: the command line
+// (in-process, over the served repository), an MCP client, and the page's
+// API.
+type windows struct {
+	t    *testing.T
+	r    *repo.Repo
+	dir  string
+	mcp  *sdk.ClientSession
+	page string
+}
+
+// newWindows builds inspecttest's cut store (a forget cut, a fork that
+// reaches the cut commits, a fork made on the cut history, an agent with
+// no commits) and adds to its agent A a merge (a line forked at step 6
+// landed beside a commit made on HEAD) and an undone operation.
+func newWindows(t *testing.T) *windows {
+	t.Helper()
+	ctx := context.Background()
+	c := inspecttest.NewCut(t)
+	w := &windows{t: t, r: c.R, dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(w.dir, "v.txt"), []byte("a value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.R.Fork(ctx, inspecttest.A, c.Steps[5], "side"); err != nil {
+		t.Fatal(err)
+	}
+	w.cli("--agent", "side", "put", "-m", "theirs", "side.md", "v.txt")
+	w.cli("--agent", inspecttest.A, "put", "-m", "ours", "ours.md", "v.txt")
+	side, sc, err := c.R.HeadCommit(ctx, "side")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s6, err := c.R.Commit(ctx, c.Steps[5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.R.Land(ctx, repo.LandRequest{Agent: inspecttest.A, Start: c.Steps[5], StartTree: s6.Tree,
+		Last: side, LastTree: sc.Tree, LastTime: sc.Time, MergeMessage: "merge side"})
+	if err != nil || !l.Merged {
+		t.Fatalf("landing the side line: merged %v, %v", l.Merged, err)
+	}
+	w.cli("--agent", inspecttest.A, "put", "-m", "to undo", "undone.md", "v.txt")
+	w.cli("--agent", inspecttest.A, "undo")
+	ops, err := inspect.New(c.R).Oplog(ctx, inspecttest.A, 100)
+	if err != nil || !ops[1].Undone {
+		t.Fatalf("no undone operation in the fixture: %v %+v", err, ops)
+	}
+
+	w.mcp = connectMCP(t, mcpserver.NewServer(inspect.New(c.R), mcpserver.Options{Agent: inspecttest.A}))
+	srv := httptest.NewServer(webui.Handler(inspect.New(c.R), webui.Options{Heartbeat: time.Second}))
+	t.Cleanup(srv.Close)
+	w.page = srv.URL
+	return w
+}
+
+// cli runs a command line over the served repository and returns its
+// stdout; it fails the test on a non-zero exit.
+func (w *windows) cli(args ...string) []byte {
+	w.t.Helper()
+	var out, errb bytes.Buffer
+	env := []string{"SOURCE_DATE_EPOCH=" + os.Getenv("SOURCE_DATE_EPOCH"), "NO_COLOR=1"}
+	if code := Exec(context.Background(), w.r, remote.ExecRequest{Args: append([]string{"agentstate"}, args...), Dir: w.dir, Env: env},
+		strings.NewReader(""), &out, &errb); code != 0 {
+		w.t.Fatalf("agentstate %v: exit %d: %s", args, code, errb.String())
+	}
+	return out.Bytes()
+}
+
+func connectMCP(t *testing.T, s *sdk.Server) *sdk.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := sdk.NewInMemoryTransports()
+	if _, err := s.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// tool calls an MCP tool and returns its structured result as generic JSON.
+func (w *windows) tool(name string, args map[string]any) map[string]any {
+	w.t.Helper()
+	res, err := w.mcp.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil || res.IsError {
+		w.t.Fatalf("MCP %s %v: %v %+v", name, args, err, res)
+	}
+	var out map[string]any
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil {
+		w.t.Fatal(err)
+	}
+	return out
+}
+
+// api gets a page's API route and returns its JSON as generic JSON.
+func (w *windows) api(route string, q url.Values) map[string]any {
+	w.t.Helper()
+	res, err := http.Get(w.page + route + "?" + q.Encode())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		w.t.Fatalf("GET %s?%s: %s %s", route, q.Encode(), res.Status, b)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		w.t.Fatal(err)
+	}
+	return out
+}
+
+func generic(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return v
+}
+
+// The CLI's log --json, MCP's log tool and the page's /api/log render one
+// read model's log, so on one store state (a merge, forks, a forget cut,
+// an undone operation) they agree commit for commit and field for field.
+// Deliberate differences: the CLI's --json is the commits alone (its text
+// marks HEAD and prints the cut line); MCP and the page add "head" and
+// "forgotten" (the page writes "forgotten": null where MCP leaves it out).
+func TestWindowsAgreeOnLog(t *testing.T) {
+	w := newWindows(t)
+	type query struct {
+		agent, rev, path string
+		limit            int
+	}
+	sawMerge, sawCut := false, false
+	for _, q := range []query{
+		{agent: inspecttest.A},
+		{agent: inspecttest.A, limit: 3},
+		{agent: inspecttest.A, path: "memory.md"},
+		{agent: inspecttest.A, rev: "keep-me"},
+		{agent: inspecttest.A, rev: "HEAD~1", path: "ours.md"},
+		{agent: inspecttest.Fork},
+		{agent: inspecttest.Late},
+		{agent: "side"},
+	} {
+		name := fmt.Sprintf("%+v", q)
+		args := []string{"--agent", q.agent, "log", "--json"}
+		margs := map[string]any{"agent": q.agent, "limit": 1000}
+		pq := url.Values{"agent": {q.agent}, "limit": {"1000"}}
+		if q.path != "" {
+			args = append(args, "--path", q.path)
+			margs["path"], pq["path"] = q.path, []string{q.path}
+		}
+		if q.limit > 0 {
+			args = append(args, "-n", fmt.Sprint(q.limit))
+			margs["limit"], pq["limit"] = q.limit, []string{fmt.Sprint(q.limit)}
+		}
+		if q.rev != "" {
+			args = append(args, q.rev)
+			margs["rev"], pq["rev"] = q.rev, []string{q.rev}
+		}
+		cliOut := generic(t, w.cli(args...))
+		mcpOut := w.tool("log", margs)
+		pageOut := w.api("/api/log", pq)
+
+		if !reflect.DeepEqual(cliOut, mcpOut["commits"]) {
+			t.Errorf("%s: the CLI's log --json and MCP's log differ:\nCLI %v\nMCP %v", name, cliOut, mcpOut["commits"])
+		}
+		if !reflect.DeepEqual(cliOut, pageOut["commits"]) {
+			t.Errorf("%s: the CLI's log --json and the page's /api/log differ:\nCLI  %v\npage %v", name, cliOut, pageOut["commits"])
+		}
+		if mcpOut["head"] != pageOut["head"] || mcpOut["head"] == nil {
+			t.Errorf("%s: head: MCP %v, page %v", name, mcpOut["head"], pageOut["head"])
+		}
+		if !reflect.DeepEqual(mcpOut["forgotten"], pageOut["forgotten"]) {
+			t.Errorf("%s: forgotten: MCP %v, page %v", name, mcpOut["forgotten"], pageOut["forgotten"])
+		}
+		for _, c := range cliOut.([]any) {
+			c := c.(map[string]any)
+			sawMerge = sawMerge || len(c["parents"].([]any)) > 1
+			_, cut := c["cut"]
+			sawCut = sawCut || cut
+		}
+
+		// The text log says what the read model says: HEAD marked on the
+		// agent's HEAD, one cut line (the read model's) below each cut
+		// commit.
+		var h inspect.History
+		b, _ := json.Marshal(mcpOut)
+		if err := json.Unmarshal(b, &h); err != nil {
+			t.Fatal(err)
+		}
+		targs := append([]string{"--agent", q.agent, "log"}, args[4:]...)
+		out := string(w.cli(targs...))
+		cuts := 0
+		for _, c := range h.Commits {
+			if len(c.Cut) > 0 {
+				cuts++
+			}
+		}
+		if got := strings.Count(out, "~~ "+h.Forgotten.CutLine()+" ~~"); got != cuts {
+			t.Errorf("%s: the text log has %d cut lines %q, want %d:\n%s", name, got, h.Forgotten.CutLine(), cuts, out)
+		}
+		marked := strings.Contains(out, "commit "+h.Head.String()+" (HEAD -> "+q.agent+")")
+		inLog := false
+		for _, c := range h.Commits {
+			inLog = inLog || c.CID == h.Head
+		}
+		if marked != inLog {
+			t.Errorf("%s: HEAD %s marked %v, in the log %v:\n%s", name, h.Head, marked, inLog, out)
+		}
+	}
+	if !sawMerge || !sawCut {
+		t.Fatalf("the fixture's logs show a merge %v, a cut %v", sawMerge, sawCut)
+	}
+}
