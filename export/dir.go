@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"io"
 	"io/fs"
 	"maps"
@@ -38,10 +38,10 @@ var (
 )
 
 // IsStoreDir reports whether dir is an agentstate store directory, by the
-// store's own marker (internal/store). A store is never part of a brain,
+// store's own marker (dag/repo/storage/badger). A store is never part of a brain,
 // whatever its name and wherever it sits: scans skip it and say so, and
 // checkouts neither write into it, nor remove it, nor run inside one.
-func IsStoreDir(dir string) bool { return store.IsStoreDir(dir) }
+func IsStoreDir(dir string) bool { return badger.IsStoreDir(dir) }
 
 // enclosingStore returns the store directory that dir is, or sits inside
 // (symlinks resolved), if any. dir need not exist.
@@ -794,7 +794,7 @@ func ensureDirs(root, rel string) error {
 
 // chmodNew gives a directory export made mode 0755 whatever the umask, as
 // its files get 0644: a process that holds a store open runs with umask 077
-// (internal/store), and a checkout made there is the same as one made
+// (dag/repo/storage/badger), and a checkout made there is the same as one made
 // anywhere else.
 func chmodNew(dir string) error {
 	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && fi.Mode().Perm() != 0o755 {

@@ -8,9 +8,10 @@ import (
 
 // Store is where a repository keeps HEAD records and operation logs, as
 // opaque bytes: Refs encodes, chains and checks them; a Store only keeps
-// them. Implementations: the Badger store (internal/store) and the
-// in-memory one (dag/repo/memory); dag/repo/storagetest is the conformance
-// suite both run.
+// them. Implementations: the Badger store (dag/repo/storage/badger), the
+// in-memory one (dag/repo/storage/memory) and the served store's client
+// (dag/repo/remote); dag/repo/storage/storagetest is the conformance suite
+// they run.
 type Store interface {
 	// HeadRecord returns the agent's HEAD record; ok is false when the agent
 	// has none.

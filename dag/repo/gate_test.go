@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/dag/repo/memory"
+	"github.com/agentstate/agentstate/dag/repo/storage/memory"
 )
 
 // gc waits for a writer that holds the gate, and keeps new writers out

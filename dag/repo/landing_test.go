@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/dag/repo/memory"
+	"github.com/agentstate/agentstate/dag/repo/storage/memory"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/objects/objectstest"
 	"github.com/agentstate/agentstate/refs"

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/export"
-	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 	"github.com/agentstate/agentstate/refs/tape"
@@ -82,10 +82,10 @@ type Options struct {
 
 // DefaultLockTimeout is how long an open waits for another process to
 // release the store when Options.LockTimeout is zero.
-const DefaultLockTimeout = store.DefaultLockTimeout
+const DefaultLockTimeout = badger.DefaultLockTimeout
 
-func (o Options) store() store.Options {
-	return store.Options{Sync: o.Sync, InMemory: o.InMemory, ReadOnly: o.ReadOnly, LockTimeout: o.LockTimeout}
+func (o Options) store() badger.Options {
+	return badger.Options{Sync: o.Sync, InMemory: o.InMemory, ReadOnly: o.ReadOnly, LockTimeout: o.LockTimeout}
 }
 
 // The errors of a store on disk, for errors.Is (the same values the
@@ -93,27 +93,27 @@ func (o Options) store() store.Options {
 var (
 	// ErrInUse: another process held the store's lock for longer than
 	// Options.LockTimeout.
-	ErrInUse = store.ErrInUse
+	ErrInUse = badger.ErrInUse
 	// ErrNotStore: the directory is not an agentstate store, or its
 	// creation was cut short (then Init makes it anew).
-	ErrNotStore = store.ErrNotStore
+	ErrNotStore = badger.ErrNotStore
 	// ErrDiskFull: the file system has too little free space for an open or
 	// a write; nothing was written. The error is a *DiskFullError.
-	ErrDiskFull = store.ErrDiskFull
+	ErrDiskFull = badger.ErrDiskFull
 )
 
 // NotStoreError says which directory is not a store, and whether it is one
 // whose creation was cut short (HalfMade). It matches ErrNotStore.
-type NotStoreError = store.NotStoreError
+type NotStoreError = badger.NotStoreError
 
 // DiskFullError reports how much space a refused open or write needed and
 // how much the file system had (Dir, Need, Have in bytes). It matches
 // ErrDiskFull.
-type DiskFullError = store.DiskFullError
+type DiskFullError = badger.DiskFullError
 
 // Init creates a store in dir.
 func Init(dir string, opts Options) (*Repo, error) {
-	s, err := store.Create(dir, opts.store())
+	s, err := badger.Create(dir, opts.store())
 	if err != nil {
 		return nil, err
 	}
@@ -122,14 +122,14 @@ func Init(dir string, opts Options) (*Repo, error) {
 
 // Open opens the store in dir.
 func Open(dir string, opts Options) (*Repo, error) {
-	s, err := store.Open(dir, opts.store())
+	s, err := badger.Open(dir, opts.store())
 	if err != nil {
 		return nil, err
 	}
 	return wrap(dir, s), nil
 }
 
-// New returns a repository over s (for example dag/repo/memory's storage).
+// New returns a repository over s (for example dag/repo/storage/memory's storage).
 func New(s Storage) *Repo { return wrap("", s) }
 
 func wrap(dir string, s Storage) *Repo {

@@ -11,10 +11,13 @@ import (
 // Storage is everything a repository keeps, split as go-git splits its
 // storers: immutable blocks (objects.BlockStore), HEAD records and
 // operation logs (refs.Store), receipt tapes (tape.Store) and small
-// metadata records (MetaStore). Two implementations exist: the Badger
-// store that Open and Init use, which owns the on-disk key layout
-// (docs/format.md §7), and dag/repo/memory. dag/repo/storagetest is the
-// conformance suite both run.
+// metadata records (MetaStore). The implementations live under
+// dag/repo/storage: the Badger store that Open and Init use
+// (dag/repo/storage/badger), which owns the on-disk key layout
+// (docs/format.md §7), and the in-memory one (dag/repo/storage/memory);
+// the served store's client (dag/repo/remote) is the third.
+// dag/repo/storage/storagetest holds the conformance suites, and
+// dag/repo/storage's test runs every implementation through them.
 type Storage interface {
 	objects.BlockStore
 	refs.Store

@@ -2,15 +2,15 @@ package repo_test
 
 import (
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/dag/repo/memory"
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
+	"github.com/agentstate/agentstate/dag/repo/storage/memory"
 )
 
 // Both implementations provide every interface and every optional ability.
 var (
-	_ repo.Storage      = (*store.Store)(nil)
+	_ repo.Storage      = (*badger.Store)(nil)
 	_ repo.Storage      = (*memory.Storage)(nil)
-	_ repo.PrefixFinder = (*store.Store)(nil)
+	_ repo.PrefixFinder = (*badger.Store)(nil)
 	_ repo.PrefixFinder = (*memory.Storage)(nil)
-	_ repo.Reclaimer    = (*store.Store)(nil)
+	_ repo.Reclaimer    = (*badger.Store)(nil)
 )

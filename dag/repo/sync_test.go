@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/dag/repo/memory"
+	"github.com/agentstate/agentstate/dag/repo/storage/memory"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 )

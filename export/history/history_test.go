@@ -18,8 +18,8 @@ import (
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/dag/repo/memory"
 	"github.com/agentstate/agentstate/dag/repo/remote"
+	"github.com/agentstate/agentstate/dag/repo/storage/memory"
 	"github.com/agentstate/agentstate/export/envelope"
 	"github.com/agentstate/agentstate/export/history"
 	"github.com/agentstate/agentstate/objects"

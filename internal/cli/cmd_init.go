@@ -2,7 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"path/filepath"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -25,7 +25,7 @@ func (e *env) runInit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if store.IsWhole(abs) {
+	if badger.IsWhole(abs) {
 		return fmt.Errorf("a store already exists at %s", abs)
 	}
 	r, err := repo.Init(abs, repo.Options{})

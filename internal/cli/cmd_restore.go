@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/export/envelope"
 	"github.com/agentstate/agentstate/export/snapshot"
-	"github.com/agentstate/agentstate/internal/store"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/walrus"
 	"github.com/urfave/cli/v2"
@@ -105,7 +105,7 @@ func (e *env) withRepoCreate(fn func(r *repo.Repo) error) error {
 	var dir string
 	if d, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) {
 		dir, _ = filepath.Abs(e.path(repo.DirName))
-	} else if err == nil && !store.IsWhole(d) && (e.storeFlag != "" || store.HalfMade(d)) {
+	} else if err == nil && !badger.IsWhole(d) && (e.storeFlag != "" || badger.HalfMade(d)) {
 		dir = d
 	}
 	if dir == "" {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/runtime/web"
 	"github.com/urfave/cli/v2"
 )
@@ -92,7 +92,7 @@ func (e *env) runServe(c *cli.Context) error {
 		return fmt.Errorf("%s is already served", dir)
 	}
 	r, err := e.open()
-	if errors.Is(err, store.ErrInUse) {
+	if errors.Is(err, badger.ErrInUse) {
 		return fmt.Errorf("%w (a process that holds the store without serving it: stop it, or let it serve)", err)
 	}
 	if err != nil {

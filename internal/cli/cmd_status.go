@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/urfave/cli/v2"
 )
@@ -63,7 +63,7 @@ func (e *env) runStatus(c *cli.Context) error {
 		}
 		return err
 	})
-	if errors.Is(err, store.ErrInUse) && !out.Served {
+	if errors.Is(err, badger.ErrInUse) && !out.Served {
 		out.Note = "held by another process that does not serve it (a runtime with serving turned off, or a command)"
 		err = nil
 	}

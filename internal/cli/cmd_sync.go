@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/refs"
 	"github.com/urfave/cli/v2"
 )
@@ -60,10 +60,10 @@ func (e *env) withOther(spec string, write bool, fn func(r *repo.Repo) error) er
 		return e.withServer(spec, "", write, fn)
 	}
 	dir := p
-	if store.IsStoreDir(filepath.Join(p, repo.DirName)) {
+	if badger.IsStoreDir(filepath.Join(p, repo.DirName)) {
 		dir = filepath.Join(p, repo.DirName)
 	}
-	if !store.IsStoreDir(dir) {
+	if !badger.IsStoreDir(dir) {
 		return fmt.Errorf("%s is not an agentstate store (nor a directory holding %s), nor HOST:PORT", spec, repo.DirName)
 	}
 	if mine, err := e.storeDir(); err == nil && sameDir(mine, dir) {
@@ -77,7 +77,7 @@ func (e *env) withOther(spec string, write bool, fn func(r *repo.Repo) error) er
 		return err
 	}
 	r, err := repo.Open(dir, repo.Options{ReadOnly: !write, LockTimeout: lt})
-	if err != nil && !write && !errors.Is(err, store.ErrInUse) {
+	if err != nil && !write && !errors.Is(err, badger.ErrInUse) {
 		r, err = repo.Open(dir, repo.Options{LockTimeout: lt}) // a read-only open refused: recover as a writer
 	}
 	if err != nil {
@@ -120,7 +120,7 @@ func (e *env) runClone(c *cli.Context) error {
 			return err
 		}
 	}
-	if d, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) || (err == nil && !store.IsWhole(d)) {
+	if d, err := e.storeDir(); errors.Is(err, repo.ErrNoStore) || (err == nil && !badger.IsWhole(d)) {
 		dir := e.storeFlag
 		if dir == "" {
 			dir = repo.DirName

@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/objects"
 	"os"
 	"path/filepath"
@@ -83,7 +83,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	// corruptvalue STORE FILE: overwrite, inside the store, the bytes of the value
 	// whose content is FILE's (simulated disk rot).
 	"corruptvalue": func(ts *testscript.TestScript, neg bool, args []string) {
-		st, err := store.Open(ts.MkAbs(args[0]), store.Options{})
+		st, err := badger.Open(ts.MkAbs(args[0]), badger.Options{})
 		ts.Check(err)
 		defer st.Close()
 		st.CorruptForTest(objects.NewValue([]byte(ts.ReadFile(args[1]))).CID, []byte("rot"))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 )
 
 func (e *env) storeDir() (string, error) {
@@ -54,7 +54,7 @@ func (e *env) lockTimeout() (time.Duration, error) {
 // parseLockTimeout parses AGENTSTATE_LOCK_TIMEOUT: how long a command waits
 // for another process to release the store, as a Go duration ("10s",
 // "500ms") or a number of seconds; "0" fails at once. The result is a
-// repo.Options.LockTimeout: 0 (unset) means store.DefaultLockTimeout, a
+// repo.Options.LockTimeout: 0 (unset) means badger.DefaultLockTimeout, a
 // negative value fails at once.
 func parseLockTimeout(v string) (time.Duration, error) {
 	if v == "" {
@@ -78,7 +78,7 @@ func parseLockTimeout(v string) (time.Duration, error) {
 		return 0, usagef("AGENTSTATE_LOCK_TIMEOUT=%q: must not be negative", v)
 	}
 	if d == 0 {
-		d = -1 // store.Options: negative fails at once, zero is the default
+		d = -1 // badger.Options: negative fails at once, zero is the default
 	}
 	return d, nil
 }
@@ -130,13 +130,13 @@ func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
 		// shutdown left logs a writer must replay), the writable open below
 		// does the recovery, within the same free-space check as any write.
 		r, err = repo.Open(dir, repo.Options{ReadOnly: true, LockTimeout: lt})
-		if err != nil && !errors.Is(err, store.ErrInUse) && !errors.Is(err, store.ErrNotStore) && !errors.Is(err, store.ErrDiskFull) {
+		if err != nil && !errors.Is(err, badger.ErrInUse) && !errors.Is(err, badger.ErrNotStore) && !errors.Is(err, badger.ErrDiskFull) {
 			r, err = e.open()
 		}
 	} else {
 		r, err = e.open()
 	}
-	if errors.Is(err, store.ErrInUse) {
+	if errors.Is(err, badger.ErrInUse) {
 		// A server may have started between the dial and the open.
 		if serr := e.withServer(remote.SocketPath(dir), dir, !readOnly, fn); !errors.Is(serr, remote.ErrNoServer) {
 			return serr

@@ -81,6 +81,7 @@ const (
 	CodeUnknown      = 107                 // unknown RPC
 	CodeBadLanding   = 108                 // repo.ErrBadLanding: a HEAD move onto a tree the reader refuses
 	CodeTagExists    = 109                 // repo.ErrTagExists: the tag names another commit
+	CodeCorrupt      = 110                 // objects.ErrHashMismatch: the server's copy of a block is corrupt
 )
 
 // Token is the metadata key of the bearer token (TCP listeners).

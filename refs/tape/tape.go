@@ -17,7 +17,8 @@ import (
 var ErrBadLine = errors.New("tape: invalid receipt line")
 
 // Store keeps receipt tapes as opaque lines. Implementations: the Badger
-// store (internal/store) and the in-memory one (dag/repo/memory).
+// store (dag/repo/storage/badger), the in-memory one
+// (dag/repo/storage/memory) and the served store's client (dag/repo/remote).
 type Store interface {
 	// AppendLines adds lines to the end of an agent's tape in one atomic
 	// write, numbering them on from the tape's last sequence number, and

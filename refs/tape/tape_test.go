@@ -5,13 +5,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agentstate/agentstate/internal/store"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/refs/tape"
 )
 
 func TestTape(t *testing.T) {
 	ctx := context.Background()
-	s, err := store.Create(t.TempDir(), store.Options{})
+	s, err := badger.Create(t.TempDir(), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

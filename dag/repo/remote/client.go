@@ -434,6 +434,8 @@ func localError(ctx context.Context, err error) error {
 		sentinel = repo.ErrBadLanding
 	case rpcwire.CodeTagExists:
 		sentinel = repo.ErrTagExists
+	case rpcwire.CodeCorrupt:
+		sentinel = objects.ErrHashMismatch
 	default:
 		if drpc.ClosedError.Has(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 			return fmt.Errorf("remote: the server closed the connection (it went away, or it is at its connection limits: its log says which): %w", err)
@@ -442,6 +444,17 @@ func localError(ctx context.Context, err error) error {
 	}
 	return &codedError{sentinel: sentinel, msg: err.Error()}
 }
+
+// corruptError is a block the server's store found corrupt: its message
+// is the server's, and it unwraps to the HashMismatchError naming the
+// block.
+type corruptError struct {
+	msg string
+	hm  *objects.HashMismatchError
+}
+
+func (e *corruptError) Error() string { return e.msg }
+func (e *corruptError) Unwrap() error { return e.hm }
 
 type codedError struct {
 	sentinel error
@@ -453,10 +466,16 @@ func (e *codedError) Unwrap() error   { return e.sentinel }
 func (e *codedError) Is(t error) bool { return t == e.sentinel }
 
 // Get returns a block, re-hashed: the server is not trusted with content.
+// A block the server's own store found corrupt is an
+// *objects.HashMismatchError naming id, as a local store's is; its Actual
+// is unset (the message carries the server's account).
 func (c *Client) Get(ctx context.Context, id objects.CID) ([]byte, error) {
 	r, err := c.invoke(ctx, rpcwire.RPCGet, &rpcwire.Req{CID: id.Bytes()})
 	if errors.Is(err, objects.ErrNotFound) {
 		return nil, &objects.NotFoundError{CID: id}
+	}
+	if errors.Is(err, objects.ErrHashMismatch) {
+		return nil, &corruptError{msg: err.Error(), hm: &objects.HashMismatchError{Expected: id}}
 	}
 	if err != nil {
 		return nil, err

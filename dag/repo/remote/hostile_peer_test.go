@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/dag/repo/memory"
+	"github.com/agentstate/agentstate/dag/repo/storage/memory"
 	"github.com/agentstate/agentstate/internal/rpcwire"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"

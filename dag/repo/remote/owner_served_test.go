@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
-	"github.com/agentstate/agentstate/dag/repo/memory"
 	"github.com/agentstate/agentstate/dag/repo/remote"
+	"github.com/agentstate/agentstate/dag/repo/storage/memory"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 )

@@ -23,12 +23,9 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
-	"github.com/agentstate/agentstate/dag/repo/storagetest"
 	"github.com/agentstate/agentstate/internal/rpcwire"
 	"github.com/agentstate/agentstate/objects"
-	"github.com/agentstate/agentstate/objects/blockstoretest"
 	"github.com/agentstate/agentstate/refs"
-	"github.com/agentstate/agentstate/refs/tape"
 	"storj.io/drpc/drpcconn"
 	"storj.io/drpc/drpcerr"
 	"storj.io/drpc/drpcmetadata"
@@ -56,18 +53,6 @@ func served(t *testing.T, opts remote.Options) (*repo.Repo, *remote.Server, *rem
 		r.Close()
 	})
 	return r, srv, c
-}
-
-func TestConformance(t *testing.T) {
-	blockstoretest.Run(t, func(t *testing.T) (objects.BlockStore, func(objects.CID, []byte)) {
-		_, _, c := served(t, remote.Options{})
-		return c, nil
-	})
-	t.Run("Tape", func(t *testing.T) {
-		storagetest.Tape(t, func(t *testing.T) tape.Store { _, _, c := served(t, remote.Options{}); return c })
-	})
-	// Meta: a client writes only the records repo.CheckClientMeta admits
-	// (metadata_test.go).
 }
 
 func put(t *testing.T, r *repo.Repo, agent, key, val string) objects.CID {

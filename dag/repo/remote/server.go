@@ -416,6 +416,8 @@ func wireError(err error) error {
 		return err
 	case errors.Is(err, objects.ErrNotFound):
 		code = rpcwire.CodeNotFound
+	case errors.Is(err, objects.ErrHashMismatch):
+		code = rpcwire.CodeCorrupt
 	case errors.Is(err, refs.ErrSwapped):
 		code = rpcwire.CodeSwapped
 	case errors.Is(err, repo.ErrDiskFull):

@@ -1,0 +1,28 @@
+package badger
+
+// CompactL0At is compactL0At, for the tests.
+const CompactL0At = compactL0At
+
+// OpenRaw opens dir as the store does but writes no format record: a
+// store whose creation was cut short after Badger made its files.
+func OpenRaw(dir string) (*Store, error) { return open(dir, Options{}) }
+
+// NewPrefix is newPrefix, for the tests.
+const NewPrefix = newPrefix
+
+// ShedMapped is shedMapped on the store's directory, for the tests.
+func (s *Store) ShedMapped() { shedMapped(s.mapped) }
+
+// Mapped is the store's directory as the kernel names it.
+func (s *Store) Mapped() string { return s.mapped }
+
+// HeadHooks are the HEAD cache's interleaving points (refstore.go): Missed
+// runs in HeadRecord after a lookup that missed and before the Badger read,
+// Read after the Badger read and before the cache may keep it, Swapped in
+// SwapHead after the transaction and before the cache hears of its end.
+type HeadHooks struct{ Missed, Read, Swapped func(agent string) }
+
+// SetHeadHooks sets the hooks; set them before the store is shared.
+func (s *Store) SetHeadHooks(h HeadHooks) {
+	s.heads.hookMissed, s.heads.hookRead, s.heads.hookSwapped = h.Missed, h.Read, h.Swapped
+}

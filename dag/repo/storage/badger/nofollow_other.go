@@ -1,0 +1,5 @@
+//go:build !unix
+
+package badger
+
+const oNoFollow = 0

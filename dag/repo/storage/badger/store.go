@@ -1,0 +1,717 @@
+// Package badger is agentstate's Badger implementation of a repository's
+// storage (dag/repo.Storage), the one repo.Open and repo.Init use: one Badger key space holding blocks
+// (objects.BlockStore, verified on read), HEAD records and operation logs
+// (refs.Store, refstore.go), receipt tapes (tape.Store, tapestore.go) and
+// metadata records. It alone knows the key layout, and it owns the
+// single-process lock (agentstate.lock), the free-space checks and the file
+// modes. An embedder may name its options (Options) and its errors
+// (ErrInUse, ErrNotStore, ErrDiskFull; NotStoreError, DiskFullError with
+// errors.As); dag/repo re-exports the errors under the same names.
+// (Inside this package the name badger is the Badger library's.)
+//
+// Key layout (first byte is the namespace; docs/format.md §7):
+//
+//	'b' + CID bytes            block bytes
+//	'h' + agent                HEAD record (refs.Head as JSON)
+//	'o' + agent + 0x00 + seq   operation-log entry (refs.Entry as JSON), seq big-endian uint64
+//	'r' + agent + 0x00 + seq   receipt-tape line, seq big-endian uint64
+//	'm' + name                 metadata (format version, bundle-hash cache, snapshot records, operator keys)
+package badger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentstate/agentstate/objects"
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// Namespaces.
+const (
+	nsBlock = 'b'
+	nsHead  = 'h'
+	nsOp    = 'o'
+	nsMeta  = 'm'
+	nsTape  = 'r'
+	// nsReclaim holds Reclaim's marker key, dropped at once (see Reclaim).
+	nsReclaim = 'z'
+)
+
+// FormatVersion is the on-disk layout version recorded at 'm'+"format".
+const FormatVersion = "agentstate-store-1"
+
+var (
+	// ErrInUse: another process held the store's lock for longer than
+	// Options.LockTimeout.
+	ErrInUse    = errors.New("store: in use by another process")
+	ErrNotStore = errors.New("store: not an agentstate store")
+	// ErrDiskFull: the file system has too little free space for an open or
+	// a write (see DiskFullError); nothing was written.
+	ErrDiskFull = errors.New("store: not enough free space")
+)
+
+// NotStoreError: Dir is not an agentstate store, or (HalfMade) a store
+// whose creation was cut short, which Create makes anew. It matches
+// ErrNotStore.
+type NotStoreError struct {
+	Dir      string
+	HalfMade bool
+}
+
+func (e *NotStoreError) Error() string {
+	if e.HalfMade {
+		return ErrNotStore.Error() + ": " + e.Dir + ": its creation was cut short"
+	}
+	return ErrNotStore.Error() + ": " + e.Dir
+}
+
+// Is reports whether target is ErrNotStore.
+func (e *NotStoreError) Is(target error) bool { return target == ErrNotStore }
+
+// DefaultLockTimeout is how long an open waits for another process to
+// release the store when Options.LockTimeout is zero.
+const DefaultLockTimeout = 5 * time.Second
+
+// Modes of the store directory and its files: the value log holds plaintext
+// values, so only the owner may read them.
+const (
+	DirMode  = 0o700
+	FileMode = 0o600
+)
+
+// Options tune a store.
+type Options struct {
+	// Sync makes every write durable (fsync) before it returns. Without it a
+	// killed process loses nothing that returned (the OS holds it), but a
+	// power failure may lose the latest writes; it never tears a write.
+	Sync bool
+	// InMemory makes Create build an ephemeral store, in a private
+	// directory under /dev/shm when it has 1 GiB free (else the temporary
+	// directory) that Close removes (tests, benchmarks, short-lived
+	// runtimes).
+	InMemory bool
+	// ReadOnly opens without taking the write lock. Not combinable with a
+	// concurrent writer in another process (Badger refuses). A read-only
+	// open writes nothing to the store directory.
+	ReadOnly bool
+	// LockTimeout is how long an open waits, retrying with backoff, while
+	// another process holds the store, before it fails with ErrInUse: zero
+	// means DefaultLockTimeout, a negative value fails at once.
+	LockTimeout time.Duration
+}
+
+// Store is an open agentstate database. It is safe for concurrent use.
+type Store struct {
+	db      *badger.DB
+	lock    *os.File     // the held LockFile (nil in memory)
+	dir     string       // "" when read-only: no space checks, no mode fixes
+	pending atomic.Int64 // bytes written (or replayed) that may still be flushed into a table
+	umask   func()       // releases the process umask held while the store is open (umask_unix.go)
+	remove  string       // an ephemeral store's directory, removed on Close
+	heads   headCache    // HEAD records read (refstore.go)
+	mapped  string       // the directory as the kernel names it, for shedMapped
+	moved   atomic.Int64 // block bytes written or read since the last shedMapped
+}
+
+// shedEvery is how many block bytes a store moves through Badger's mapped
+// files between two shedMapped calls: the resident pages of its files stay
+// below about this much whatever the size of what is written or read.
+const shedEvery = 32 << 20
+
+// ShedResident drops the pages of the store's mapped files from the
+// process's resident set now (a server does after a large request).
+func (s *Store) ShedResident() {
+	if s.mapped != "" {
+		s.moved.Store(0)
+		shedMapped(s.mapped)
+	}
+}
+
+// noteMoved counts n bytes of blocks written or read and sheds the mapped
+// pages of the store's files every shedEvery bytes.
+func (s *Store) noteMoved(n int) {
+	if s.mapped == "" {
+		return
+	}
+	if s.moved.Add(int64(n)) >= shedEvery {
+		s.moved.Store(0)
+		shedMapped(s.mapped)
+	}
+}
+
+// minShmFree is the free space /dev/shm must have to hold in-memory stores.
+const minShmFree = 1 << 30
+
+// ephemeralDir makes the private directory of an in-memory store: under
+// /dev/shm (memory) where it is a writable directory with minShmFree bytes
+// free, else the system's temporary directory. (Badger's own in-memory mode cannot hold values of
+// its maximum value threshold, 1 MiB, or more, and agentstate's raw values
+// reach exactly that size; one mechanism, the ordinary store, serves both.)
+func ephemeralDir() (string, error) {
+	for i, base := range []string{"/dev/shm", os.TempDir()} {
+		if fi, err := os.Stat(base); err != nil || !fi.IsDir() {
+			continue
+		}
+		// A small /dev/shm (a container's 64 MiB) would soon refuse writes
+		// as a full disk: memory only when there is room.
+		if free, ok, err := freeBytes(base); i == 0 && (err != nil || !ok || free < minShmFree) {
+			continue
+		}
+		if d, err := os.MkdirTemp(base, "agentstate-mem-*"); err == nil {
+			return filepath.Join(d, "store"), nil
+		}
+	}
+	return "", errors.New("store: no directory for an in-memory store (/dev/shm and the temporary directory are not writable)")
+}
+
+// Create initialises a new store in dir (created if missing; must be empty,
+// absent, or a store whose creation was interrupted: HalfMade) and opens it,
+// whole or not at all (create.go). With opts.InMemory dir is ignored: the store is
+// ephemeral (see ephemeralDir) and goes away on Close.
+func Create(dir string, opts Options) (*Store, error) {
+	if opts.InMemory {
+		tmp, err := ephemeralDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.InMemory = false
+		// Private and removed on Close: nothing to build beside it.
+		s, err := func() (*Store, error) {
+			if err := os.Mkdir(tmp, DirMode); err != nil {
+				return nil, fmt.Errorf("store: creating %s: %w", tmp, err)
+			}
+			return initFormat(tmp, opts)
+		}()
+		if err != nil {
+			os.RemoveAll(filepath.Dir(tmp))
+			return nil, err
+		}
+		s.remove = tmp
+		return s, nil
+	}
+	return createWhole(dir, opts)
+}
+
+// Open opens an existing store.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.InMemory {
+		return nil, errors.New("store: an in-memory store is created (Create), not opened")
+	}
+	if HalfMade(dir) {
+		return nil, &NotStoreError{Dir: dir, HalfMade: true}
+	}
+	if !IsStoreDir(dir) {
+		return nil, &NotStoreError{Dir: dir}
+	}
+	s, err := open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	var v []byte
+	err = s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(metaKey("format"))
+		if err != nil {
+			return err
+		}
+		v, err = it.ValueCopy(nil)
+		return err
+	})
+	if err != nil || string(v) != FormatVersion {
+		s.Close()
+		if err == nil {
+			err = fmt.Errorf("format %q, this build reads %q", v, FormatVersion)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotStore, dir, err)
+	}
+	return s, nil
+}
+
+// compactL0At is how many level-0 tables a store must hold when it is
+// opened for its close to compact level 0.
+const compactL0At = 3
+
+func open(dir string, opts Options) (*Store, error) {
+	// Tuned for a short-lived CLI as much as for a long-running runtime
+	// (docs/performance.md): opening allocates and maps a memtable and a
+	// value-log file, so both are kept small; values under 16 KiB (tree
+	// nodes, commits, SQLite pages, small files) live in the LSM tree, where
+	// ZSTD compresses them; larger ones (content-defined chunks, which are
+	// at least 16 KiB) go to the value log, written once: through the LSM
+	// tree, whose keys are hashes, every compaction rewrote them (a 2 GiB
+	// put wrote 17 GB and took 8 GB of memory). L0 is compacted on close
+	// once it holds compactL0At tables (see below), so they do not pile up
+	// across many short processes.
+	bo := badger.DefaultOptions(dir).
+		WithLogger(nil).
+		WithSyncWrites(opts.Sync).
+		WithNumVersionsToKeep(1).
+		WithReadOnly(opts.ReadOnly).
+		WithMemTableSize(memTableSize).
+		WithValueThreshold(16 << 10).
+		WithValueLogFileSize(valueLogFileSize).
+		WithCompression(options.ZSTD).
+		WithZSTDCompressionLevel(3).
+		WithBlockSize(16 << 10).
+		WithBlockCacheSize(32 << 20).
+		WithIndexCacheSize(16 << 20).
+		WithNumCompactors(2).
+		WithDetectConflicts(true)
+	writable := !opts.InMemory && !opts.ReadOnly
+	release := func() {}
+	if writable {
+		release = holdUmask() // Badger's files are owner-only from their first instant
+	}
+	var lock *os.File
+	if !opts.InMemory {
+		var err error
+		if lock, err = lockWait(dir, opts.ReadOnly, opts.LockTimeout); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	fail := func(err error) (*Store, error) {
+		if lock != nil {
+			lock.Close()
+		}
+		release()
+		return nil, err
+	}
+	var use diskUse
+	if writable {
+		var err error
+		if use, err = readDiskUse(dir); err != nil {
+			return fail(err)
+		}
+		if err := checkFree(dir, use.openNeed()); err != nil {
+			return fail(err)
+		}
+		if err := removeEmptyLogs(dir); err != nil {
+			return fail(err)
+		}
+		if err := tighten(dir); err != nil {
+			return fail(err)
+		}
+	}
+	// A level-0 compaction merges level 0 into the whole next level (block
+	// keys are hashes, so every table there overlaps): in a short process,
+	// most of its close. Compacting once level 0 holds compactL0At tables,
+	// not at every close, keeps level 0 small (at most compactL0At tables
+	// when a store is opened, one more while it is), below the count at
+	// which Badger starts compacting in the background (5), and spares most
+	// short writes the merge. An in-memory store is removed at close.
+	bo = bo.WithCompactL0OnClose(writable && use.l0Tables >= compactL0At)
+	db, err := badger.Open(bo)
+	if err != nil {
+		return fail(fmt.Errorf("store: opening %s: %w", dir, err))
+	}
+	s := &Store{db: db, lock: lock, umask: release}
+	if abs, err := filepath.Abs(dir); err == nil {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			s.mapped = real
+			shedMapped(real) // what opening read (table indexes, the log replayed)
+		}
+	}
+	if writable {
+		s.dir = dir
+		s.pending.Store(use.memData)
+	}
+	return s, nil
+}
+
+// errLocked is what lockDir returns while another process holds the lock.
+var errLocked = errors.New("store: locked")
+
+// LockFile is the file in the store directory that the store's lock is
+// taken on.
+const LockFile = "agentstate.lock"
+
+// lockWait takes the store's lock, retrying with backoff while another
+// process holds it, for at most timeout (zero: DefaultLockTimeout; negative:
+// no wait).
+func lockWait(dir string, shared bool, timeout time.Duration) (*os.File, error) {
+	if timeout == 0 {
+		timeout = DefaultLockTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	delay := 5 * time.Millisecond
+	for {
+		f, err := lockDir(dir, shared)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, errLocked) {
+			return nil, fmt.Errorf("store: locking %s: %w", dir, err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, fmt.Errorf("%w: %s: still held after %v", ErrInUse, dir, max(timeout, 0).Round(time.Millisecond))
+		}
+		time.Sleep(min(delay, left))
+		delay = min(delay*2, 200*time.Millisecond)
+	}
+}
+
+// tighten gives the store directory and its subdirectories DirMode and its
+// files FileMode. Badger creates its files with mode 0666 less the umask and
+// has no option for it: while a store is open the process umask is 077
+// (umask_unix.go), and the modes of files an older build or another program
+// left are fixed again on every writable open and close. A store shared by a group that the
+// current user does not own is left as it is.
+func tighten(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil // Badger reports it
+	}
+	if fi.Mode().Perm() != DirMode {
+		if err := os.Chmod(dir, DirMode); err != nil && !errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("store: setting the mode of %s: %w", dir, err)
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		want := fs.FileMode(FileMode)
+		switch {
+		case e.Type().IsDir():
+			want = DirMode // the stat cache, staging directories
+		case !e.Type().IsRegular():
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().Perm() != want {
+			_ = os.Chmod(filepath.Join(dir, e.Name()), want) // best effort: the directory mode protects it
+		}
+	}
+	return nil
+}
+
+// removeEmptyLogs deletes zero-length memtable (.mem) and value-log (.vlog)
+// files. Badger creates such a file and then sizes it; a process killed in
+// between leaves an empty file that Badger refuses to open ("Create a new
+// file"). An empty log holds no data, so removing it loses nothing.
+func removeEmptyLogs(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // Badger reports a missing or unreadable directory itself
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return fmt.Errorf("store: removing empty log %s left by an interrupted process: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Close flushes and closes the database.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.dir != "" {
+		_ = tighten(s.dir) // files created since open
+	}
+	if s.lock != nil {
+		s.lock.Close() // releases the flock
+	}
+	if s.remove != "" {
+		os.RemoveAll(filepath.Dir(s.remove))
+	}
+	if s.umask != nil {
+		s.umask()
+	}
+	return err
+}
+
+func metaKey(name string) []byte { return append([]byte{nsMeta}, name...) }
+
+func blockKey(c objects.CID) []byte {
+	b := c.Bytes()
+	k := make([]byte, 1+len(b))
+	k[0] = nsBlock
+	copy(k[1:], b)
+	return k
+}
+
+// Get returns a block's bytes after re-hashing them.
+func (s *Store) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	var data []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(blockKey(c))
+		if err != nil {
+			return err
+		}
+		data, err = it.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, &objects.NotFoundError{CID: c}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading block %s: %w", c, err)
+	}
+	if err := objects.Verify(c, data); err != nil {
+		return nil, err
+	}
+	s.noteMoved(len(data))
+	return data, nil
+}
+
+// Has reports whether the block is stored.
+func (s *Store) Has(ctx context.Context, c objects.CID) (bool, error) {
+	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(blockKey(c))
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Put stores blocks not already present. Blocks are content-addressed and
+// immutable, so a crash part-way leaves only unreferenced blocks (gc removes
+// them); callers write blocks before the refs that reach them.
+func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
+	if len(blocks) == 0 {
+		return nil
+	}
+	var missing []objects.Block
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, b := range blocks {
+			_, err := txn.Get(blockKey(b.CID))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				missing = append(missing, b)
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: checking blocks: %w", err)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var n int64
+	for _, b := range missing {
+		n += int64(len(b.Data) + 64)
+	}
+	if err := s.checkWrite(n); err != nil {
+		return err
+	}
+	if len(missing) == 1 {
+		err := s.db.Update(func(txn *badger.Txn) error {
+			return txn.Set(blockKey(missing[0].CID), missing[0].Data)
+		})
+		if err == nil {
+			s.noteMoved(int(n))
+		}
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, b := range missing {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := wb.Set(blockKey(b.CID), b.Data); err != nil {
+			return fmt.Errorf("store: writing block %s: %w", b.CID, err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("store: writing blocks: %w", err)
+	}
+	s.noteMoved(int(n))
+	return nil
+}
+
+// Reclaim gives the space Delete freed back to the file system. It is best
+// effort. Values up to the value threshold live in the LSM tree, where a
+// deleted block's bytes go only when a compaction meets its tombstone. The
+// tombstones are flushed from the memtable first: Badger has no call for
+// that, but dropping a prefix flushes every memtable, so Reclaim writes one
+// marker key in a namespace of its own and drops that namespace. Then
+// Flatten compacts every level into one, table by table, so the extra space
+// it needs is a few tables, not the store. Larger values live in the value
+// log, whose files mostly garbage are then rewritten.
+func (s *Store) Reclaim() {
+	if s.checkWrite(valueLogFileSize) != nil {
+		return
+	}
+	marker := []byte{nsReclaim}
+	if s.db.Update(func(txn *badger.Txn) error { return txn.Set(marker, nil) }) == nil && s.db.DropPrefix(marker) == nil {
+		s.db.Flatten(2)
+	}
+	for i := 0; i < 16 && s.db.RunValueLogGC(0.5) == nil; i++ {
+	}
+}
+
+// Delete removes blocks (gc only).
+func (s *Store) Delete(ctx context.Context, cids ...objects.CID) error {
+	if err := s.checkWrite(int64(len(cids)) * 64); err != nil {
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, c := range cids {
+		if err := wb.Delete(blockKey(c)); err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}
+
+// AllCIDs yields every stored block's CID.
+func (s *Store) AllCIDs(ctx context.Context) iter.Seq2[objects.CID, error] {
+	return func(yield func(objects.CID, error) bool) {
+		txn := s.db.NewTransaction(false)
+		defer txn.Discard()
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		o.Prefix = []byte{nsBlock}
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				yield(objects.CID{}, err)
+				return
+			}
+			c, err := objects.CIDFromBytes(it.Item().Key()[1:])
+			if err != nil {
+				if !yield(objects.CID{}, fmt.Errorf("store: bad block key %x: %w", it.Item().Key(), err)) {
+					return
+				}
+				continue
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// CIDsWithPrefix yields the stored CIDs whose binary form starts with prefix
+// (used to resolve abbreviated CIDs).
+func (s *Store) CIDsWithPrefix(ctx context.Context, prefix []byte) ([]objects.CID, error) {
+	var out []objects.CID
+	err := s.db.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		o.Prefix = append([]byte{nsBlock}, prefix...)
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			c, err := objects.CIDFromBytes(it.Item().KeyCopy(nil)[1:])
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+			if len(out) > 64 {
+				break
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CorruptForTest overwrites a block's bytes in place.
+func (s *Store) CorruptForTest(c objects.CID, data []byte) {
+	if s.checkWrite(int64(len(data)+64)) != nil {
+		return
+	}
+	_ = s.db.Update(func(txn *badger.Txn) error { return txn.Set(blockKey(c), data) })
+}
+
+// GetMeta / SetMeta read and write small metadata records.
+func (s *Store) GetMeta(ctx context.Context, name string) ([]byte, bool, error) {
+	return s.get(metaKey(name))
+}
+
+// get reads one key; ok is false when it is absent.
+func (s *Store) get(key []byte) (v []byte, ok bool, err error) {
+	err = s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		v, err = it.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (s *Store) SetMeta(ctx context.Context, name string, v []byte) error {
+	if err := s.checkWrite(int64(len(name) + len(v) + 16)); err != nil {
+		return err
+	}
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(metaKey(name), v) })
+}
+
+// MetaPrefix calls fn for every metadata record whose name starts with prefix, in name order.
+func (s *Store) MetaPrefix(ctx context.Context, prefix string, fn func(name string, v []byte) error) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.Prefix = metaKey(prefix)
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(string(it.Item().Key()[1:]), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteMeta removes the metadata record named name, if there is one.
+func (s *Store) DeleteMeta(ctx context.Context, name string) error {
+	if err := s.checkWrite(64); err != nil {
+		return err
+	}
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(metaKey(name)) })
+}
+
+// DeleteMetaPrefix removes every metadata record whose name starts with prefix.
+func (s *Store) DeleteMetaPrefix(ctx context.Context, prefix string) error {
+	var names []string
+	if err := s.MetaPrefix(ctx, prefix, func(name string, _ []byte) error {
+		names = append(names, name)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := s.checkWrite(int64(len(names)) * 64); err != nil {
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, n := range names {
+		if err := wb.Delete(metaKey(n)); err != nil {
+			return err
+		}
+	}
+	return wb.Flush()
+}

@@ -1,0 +1,88 @@
+package badger
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// The receipt tapes (tape.Store): 'r'+agent+0x00+seq holds one line.
+
+func tapePrefix(agent string) []byte { return append(append([]byte{nsTape}, agent...), 0) }
+
+// AppendLines implements tape.Store.
+func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (uint64, error) {
+	n := int64(0)
+	for _, l := range lines {
+		n += int64(len(agent) + len(l) + 16)
+	}
+	if err := s.checkWrite(n); err != nil {
+		return 0, err
+	}
+	var last uint64
+	for {
+		err := s.db.Update(func(txn *badger.Txn) error {
+			n, err := lastTapeSeq(txn, agent)
+			if err != nil {
+				return err
+			}
+			// Badger tracks keys read with Get, not every key an iterator
+			// passes: read the first free slot so a concurrent append that
+			// takes it makes this transaction conflict and retry instead of
+			// overwriting it.
+			if _, err := txn.Get(binary.BigEndian.AppendUint64(tapePrefix(agent), n+1)); !errors.Is(err, badger.ErrKeyNotFound) {
+				if err == nil {
+					err = fmt.Errorf("store: tape of %q has an entry past its last one", agent)
+				}
+				return err
+			}
+			for _, l := range lines {
+				n++
+				if err := txn.Set(binary.BigEndian.AppendUint64(tapePrefix(agent), n), l); err != nil {
+					return err
+				}
+			}
+			last = n
+			return nil
+		})
+		if errors.Is(err, badger.ErrConflict) {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		return last, err
+	}
+}
+
+// lastTapeSeq returns the last sequence number on an agent's tape.
+func lastTapeSeq(txn *badger.Txn, agent string) (uint64, error) {
+	o := badger.DefaultIteratorOptions
+	o.Reverse = true
+	o.PrefetchValues = false
+	p := tapePrefix(agent)
+	o.Prefix = p
+	it := txn.NewIterator(o)
+	defer it.Close()
+	it.Seek(append(append([]byte{}, p...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+	if !it.ValidForPrefix(p) {
+		return 0, nil
+	}
+	k := it.Item().Key()
+	return binary.BigEndian.Uint64(k[len(k)-8:]), nil
+}
+
+// TapeLines implements tape.Store.
+func (s *Store) TapeLines(ctx context.Context, agent string) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for r, err := range s.records(ctx, tapePrefix(agent), nil) {
+			if !yield(r.Data, err) || err != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package badger
+
+func holdUmask() func() { return func() {} }

@@ -1,5 +1,0 @@
-//go:build !unix
-
-package store
-
-const oNoFollow = 0

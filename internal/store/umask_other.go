@@ -1,5 +1,0 @@
-//go:build !unix
-
-package store
-
-func holdUmask() func() { return func() {} }
