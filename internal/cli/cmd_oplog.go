@@ -3,9 +3,9 @@ package cli
 import (
 	"fmt"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
-	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
 
@@ -14,59 +14,43 @@ func newOplogCommand(e *env) *cli.Command {
 		Flags: []cli.Flag{&cli.IntFlag{Name: "n", Value: -1, Usage: "show at most N entries"}, jsonFlag()}, Action: e.runOplog}
 }
 
-type oplogJSON struct {
-	Seq    uint64      `json:"seq"`
-	Op     string      `json:"op"`
-	Old    objects.CID `json:"old"`
-	New    objects.CID `json:"new"`
-	Time   int64       `json:"time"`
-	Task   string      `json:"task"`
-	Target uint64      `json:"target,omitempty"`
-	Note   string      `json:"note,omitempty"`
-	Prev   string      `json:"prev"`
-}
-
+// runOplog renders the read model's operation log (inspect.View.Oplog):
+// --json is exactly its []inspect.Op.
 func (e *env) runOplog(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
 	return e.withRepoRead(func(r *repo.Repo) error {
-		if _, err := r.Refs.Head(e.ctx, e.agent); err != nil {
-			return err
-		}
-		entries, err := r.Refs.Entries(e.ctx, e.agent)
+		limit := c.Int("n")
+		ops, err := inspect.New(r).Oplog(e.ctx, e.agent, max(limit, 0))
 		if err != nil {
 			return err
 		}
-		out := []oplogJSON{}
-		limit := c.Int("n")
-		for i := len(entries) - 1; i >= 0; i-- {
-			if limit >= 0 && len(entries)-1-i >= limit {
-				break
-			}
-			en := entries[i]
-			if c.Bool("json") {
-				out = append(out, oplogJSON{en.Seq, string(en.Op), en.Old, en.New, en.Time, en.Task, en.Target, en.Note, en.Prev})
-				continue
-			}
-			old := "(none)"
-			if !en.Old.IsZero() {
-				old = en.Old.Short()
-			}
-			line := fmt.Sprintf("%4d %-7s %s -> %s  %s", en.Seq, termsafe.Line(string(en.Op)), old, en.New.Short(), fmtTime(en.Time))
-			if en.Task != "" {
-				line += "  task=" + termsafe.Line(en.Task)
-			}
-			if en.Target != 0 {
-				line += fmt.Sprintf("  (of operation %d)", en.Target)
-			}
-			if en.Note != "" {
-				line += "  " + termsafe.Line(en.Note)
-			}
-			fmt.Fprintln(e.stdout, line)
+		if limit == 0 {
+			ops = ops[:0]
 		}
 		if c.Bool("json") {
-			return e.writeJSON(out)
+			return e.writeJSON(ops)
+		}
+		for _, op := range ops {
+			old := "(none)"
+			if !op.Old.IsZero() {
+				old = op.Old.Short()
+			}
+			line := fmt.Sprintf("%4d %-7s %s -> %s  %s", op.Seq, termsafe.Line(op.Op), old, op.New.Short(), fmtTime(op.Time))
+			if op.Task != "" {
+				line += "  task=" + termsafe.Line(op.Task)
+			}
+			if op.Target != 0 {
+				line += fmt.Sprintf("  (of operation %d)", op.Target)
+			}
+			if op.Note != "" {
+				line += "  " + termsafe.Line(op.Note)
+			}
+			if op.Undone {
+				line += "  (undone)"
+			}
+			fmt.Fprintln(e.stdout, line)
 		}
 		return nil
 	})

@@ -245,3 +245,45 @@ func TestWindowsAgreeOnLog(t *testing.T) {
 		t.Fatalf("the fixture's logs show a merge %v, a cut %v", sawMerge, sawCut)
 	}
 }
+
+// The CLI's oplog --json, MCP's oplog tool and the page's /api/oplog render
+// the read model's operation log: on the same store (an undone operation,
+// forks, a forget cut) they agree entry for entry and field for field, and
+// the CLI's text marks the undone operation.
+func TestWindowsAgreeOnOplog(t *testing.T) {
+	w := newWindows(t)
+	for _, agent := range []string{inspecttest.A, "side"} {
+		cliOut := generic(t, w.cli("--agent", agent, "oplog", "--json"))
+		mcpOut := w.tool("oplog", map[string]any{"agent": agent, "limit": 1000})["ops"]
+		res, err := http.Get(w.page + "/api/oplog?" + url.Values{"agent": {agent}, "limit": {"1000"}}.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("/api/oplog: %s %s", res.Status, b)
+		}
+		pageOut := generic(t, b)
+		if !reflect.DeepEqual(cliOut, mcpOut) {
+			t.Errorf("%s: the CLI's oplog --json and MCP's oplog differ:\nCLI %v\nMCP %v", agent, cliOut, mcpOut)
+		}
+		if !reflect.DeepEqual(cliOut, pageOut) {
+			t.Errorf("%s: the CLI's oplog --json and the page's /api/oplog differ:\nCLI  %v\npage %v", agent, cliOut, pageOut)
+		}
+		ops, _ := cliOut.([]any)
+		undone := 0
+		for _, op := range ops {
+			if m, _ := op.(map[string]any); m["undone"] == true {
+				undone++
+			}
+		}
+		text := string(w.cli("--agent", agent, "oplog"))
+		if got := strings.Count(text, "(undone)"); got != undone {
+			t.Errorf("%s: the text oplog marks %d operations undone, the read model %d:\n%s", agent, got, undone, text)
+		}
+		if agent == inspecttest.A && undone == 0 {
+			t.Errorf("the fixture has no undone operation on %s", agent)
+		}
+	}
+}
