@@ -123,12 +123,22 @@ func init() {
 	scriptCmds["followlog"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		n, err := strconv.Atoi(args[0])
 		ts.Check(err)
-		cmd := exec.Command("agentstate", append(args[1:], "log", "--oneline", "--follow")...)
-		cmd.Dir = ts.Getenv("WORK")
-		cmd.Env = os.Environ()
-		for _, k := range []string{"PATH", "HOME", "SOURCE_DATE_EPOCH", "NO_COLOR"} {
-			cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+		command := func(extra ...string) *exec.Cmd {
+			cmd := exec.Command("agentstate", append(append([]string(nil), args[1:]...), extra...)...)
+			cmd.Dir = ts.Getenv("WORK")
+			cmd.Env = os.Environ()
+			for _, k := range []string{"PATH", "HOME", "SOURCE_DATE_EPOCH", "NO_COLOR"} {
+				cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+			}
+			return cmd
 		}
+		// The log as it stands before the follow starts: the follow's
+		// initial output has at least these lines, however slowly a loaded
+		// machine prints them, so a quiet moment before them is not its end.
+		before, err := command("log", "--oneline").Output()
+		ts.Check(err)
+		floor := strings.Count(string(before), "\n")
+		cmd := command("log", "--oneline", "--follow")
 		out, err := cmd.StdoutPipe()
 		ts.Check(err)
 		ts.Check(cmd.Start())
@@ -159,8 +169,10 @@ func init() {
 					return
 				}
 			case <-quiet.C:
-				if initial < 0 {
+				if initial < 0 && len(got) >= floor {
 					initial = len(got)
+				} else if initial < 0 {
+					quiet.Reset(300 * time.Millisecond)
 				}
 			case <-timeout:
 				ts.Fatalf("log --follow printed %d lines (%d at start), want %d more within %s", len(got), initial, n, wait.Round(time.Second))
