@@ -31,6 +31,9 @@ func splitLines(s string) []string {
 // edits computes a shortest edit script from a to b.
 func edits(a, b []string) []op {
 	n, m := len(a), len(b)
+	if n+m == 0 {
+		return nil
+	}
 	max := n + m
 	v := make([]int, 2*max+2)
 	var trace [][]int
@@ -173,4 +176,39 @@ func Unified(oldName, newName, a, b string, context int) string {
 		i = end
 	}
 	return buf.String()
+}
+
+// Lines splits s into lines, each with its "\n" (the last may lack it).
+func Lines(s string) []string { return splitLines(s) }
+
+// Matches maps each line of b to the line of a it is kept from in a
+// shortest edit script from a to b (the one Unified prints, after the
+// lines both share at the start and at the end), or to -1 for a line the
+// script adds.
+func Matches(a, b []string) []int {
+	out := make([]int, len(b))
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		out[pre] = pre
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		out[len(b)-1-suf] = len(a) - 1 - suf
+		suf++
+	}
+	x, y := pre, pre
+	for _, o := range edits(a[pre:len(a)-suf], b[pre:len(b)-suf]) {
+		switch o.kind {
+		case ' ':
+			out[y] = x
+			x, y = x+1, y+1
+		case '-':
+			x++
+		case '+':
+			out[y] = -1
+			y++
+		}
+	}
+	return out
 }

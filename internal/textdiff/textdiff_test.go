@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -50,5 +51,25 @@ func TestUnifiedAgreesWithPatch(t *testing.T) {
 func TestIsText(t *testing.T) {
 	if !IsText([]byte("héllo\n")) || IsText([]byte{0, 1}) || IsText([]byte{0xff}) {
 		t.Fatal("IsText")
+	}
+}
+
+func TestMatches(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want []int
+	}{
+		{"", "x\n", []int{-1}},
+		{"x\n", "", []int{}},
+		{"a\nb\nc\n", "a\nb\nc\n", []int{0, 1, 2}},
+		{"a\nb\nc\n", "a\nB\nc\n", []int{0, -1, 2}},
+		{"a\nb\nc\n", "z\na\nc\nd\n", []int{-1, 0, 2, -1}},
+		{"a\nb", "a\nb\n", []int{0, -1}}, // a last line without its newline is another line
+		{"1\n2\n3\n4\n", "0\n1\n3\n4\n5\n", []int{-1, 0, 2, 3, -1}},
+	} {
+		got := Matches(Lines(tc.a), Lines(tc.b))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Matches(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
 	}
 }
