@@ -19,7 +19,6 @@ package inspect
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -464,7 +463,9 @@ type Value struct {
 	Size   uint64      `json:"size"`
 	// Data is the content when Size is within the asked maximum; otherwise
 	// it is nil and Truncated is set. Text says the content read is text.
-	Data      []byte `json:"-"`
+	// In JSON it is "content", base64 ('agentstate get --json'; MCP and
+	// the page say it their own way: text, base64 or omitted).
+	Data      []byte `json:"content,omitempty"`
 	Text      bool   `json:"text"`
 	Truncated bool   `json:"truncated,omitempty"`
 }
@@ -527,6 +528,11 @@ type Entry struct {
 // List returns the keys under prefix at rev, in key order, at most limit
 // (<= 0: all); more says there were more.
 func (v *View) List(ctx context.Context, agent, rev, prefix string, limit int) ([]Entry, bool, error) {
+	return v.ListWith(ctx, agent, ListOptions{Rev: rev, Prefix: prefix, Limit: limit})
+}
+
+func (v *View) list(ctx context.Context, agent string, o ListOptions) ([]Entry, bool, error) {
+	rev, prefix, limit := o.Rev, o.Prefix, o.Limit
 	_, cm, err := v.resolve(ctx, agent, rev)
 	if err != nil {
 		return nil, false, err
@@ -546,9 +552,11 @@ func (v *View) List(ctx context.Context, agent, rev, prefix string, limit int) (
 		if limit > 0 && len(out) >= limit {
 			return out, true, nil
 		}
-		size, err := v.size(ctx, en.Value)
-		if err != nil {
-			return nil, false, classify(err)
+		var size uint64
+		if !o.NoSizes {
+			if size, err = v.size(ctx, en.Value); err != nil {
+				return nil, false, classify(err)
+			}
 		}
 		out = append(out, Entry{Key: en.Key, CID: en.Value, Size: size})
 	}
@@ -631,75 +639,10 @@ type Receipt struct {
 }
 
 // Receipts returns an agent's receipts, oldest first; with verify, each is
-// checked against the store's operator keys and its commit's bundle hash.
+// checked against the keys the store trusts for the agent's receipts and
+// its commit's bundle hash (ReceiptsWith: against keys of the caller's).
 func (v *View) Receipts(ctx context.Context, agent string, verify bool) ([]Receipt, error) {
-	if _, err := v.checkAgent(ctx, agent); err != nil {
-		return nil, err
-	}
-	var keys []ed25519.PublicKey
-	if verify {
-		var err error
-		if keys, err = v.R.TrustedKeys(ctx, agent, repo.KeyVerifiesReceipts); err != nil {
-			return nil, classify(err)
-		}
-	}
-	out := []Receipt{}
-	n := 0
-	for l, err := range v.R.Tape.Lines(ctx, agent) {
-		if err != nil {
-			return nil, fmt.Errorf("reading the receipt tape of %q: %w", agent, err)
-		}
-		n++
-		rc, perr := receipt.Parse(l)
-		j := Receipt{N: n}
-		if perr != nil {
-			j.Line = string(l)
-			f := false
-			j.Verified, j.Error = &f, perr.Error()
-			out = append(out, j)
-			continue
-		}
-		j.Receipt = rc
-		if verify {
-			note, verr := v.checkReceipt(ctx, rc, keys)
-			ok := verr == nil
-			j.Verified, j.Note = &ok, note
-			if verr != nil {
-				j.Error = verr.Error()
-			}
-		}
-		out = append(out, j)
-	}
-	return out, nil
-}
-
-func (v *View) checkReceipt(ctx context.Context, rc *receipt.Receipt, keys []ed25519.PublicKey) (string, error) {
-	if len(keys) == 0 {
-		return "", errors.New("the store records no operator key")
-	}
-	if err := rc.VerifyAny(keys); err != nil {
-		return "", err
-	}
-	gone := func() string {
-		if _, cut, _ := v.R.CheckpointOf(ctx, rc.Agent); cut {
-			return "commit forgotten (history cut by forget); the receipt stays as the audit trail"
-		}
-		return "commit not in this store (restored from a snapshot)"
-	}
-	if has, _ := v.R.Blocks.Has(ctx, rc.Commit); !has {
-		return gone(), nil
-	}
-	h, err := v.R.CommitBundleHash(ctx, rc.Commit)
-	if errors.Is(err, objects.ErrNotFound) || errors.Is(err, dag.ErrUnknown) {
-		return gone(), nil // collected while this ran
-	}
-	if err != nil {
-		return "", fmt.Errorf("bundle hash of %s: %w", rc.Commit.Short(), err)
-	}
-	if h != rc.BundleAfter {
-		return "", fmt.Errorf("bundleAfter %s, but commit %s hashes to %s", rc.BundleAfter, rc.Commit.Short(), h)
-	}
-	return "", nil
+	return v.ReceiptsWith(ctx, agent, ReceiptOptions{Verify: verify})
 }
 
 // Snapshots returns an agent's pushes and restores, oldest first ("" for

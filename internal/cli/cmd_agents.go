@@ -1,48 +1,54 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
-	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
 
 func newAgentsCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "agents", Usage: "list agents", ArgsUsage: " ", Flags: []cli.Flag{jsonFlag()}, Action: e.runAgents}
+	return &cli.Command{Name: "agents", Usage: "list agents", ArgsUsage: " ", Flags: []cli.Flag{jsonFlag()}, Action: e.agentsAction}
 }
 
-type agentJSON struct {
-	Agent      string      `json:"agent"`
-	Head       objects.CID `json:"head"`
-	Operations uint64      `json:"operations"`
+type agentsOptions struct {
+	readOpts
+	JSON bool
 }
 
-func (e *env) runAgents(c *cli.Context) error {
+func (e *env) agentsAction(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
+	o := agentsOptions{JSON: c.Bool("json")}
 	return e.withRepoRead(func(r *repo.Repo) error {
-		heads, err := r.Refs.Agents(e.ctx)
-		if err != nil {
-			return err
-		}
-		out := []agentJSON{}
-		for _, h := range heads {
-			if c.Bool("json") {
-				out = append(out, agentJSON{h.Agent, h.Commit, h.Seq})
-				continue
-			}
-			mark := " "
-			if h.Agent == e.agent {
-				mark = "*"
-			}
-			fmt.Fprintf(e.stdout, "%s %-20s %s  (%d operations)\n", mark, termsafe.Line(h.Agent), h.Commit.Short(), h.Seq)
-		}
-		if c.Bool("json") {
-			return e.writeJSON(out)
-		}
-		return nil
+		o.readOpts = e.readOpts(r)
+		return runAgents(e.ctx, o, c.Args().Slice(), e.stdout)
 	})
+}
+
+// runAgents renders the read model's agents (inspect.View.Agents; --json
+// is its []inspect.Agent), marking the agent in effect.
+func runAgents(ctx context.Context, o agentsOptions, args []string, out io.Writer) error {
+	if len(args) != 0 {
+		return usagef("agents: takes no arguments")
+	}
+	as, err := o.View.Agents(ctx)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return o.out(ctx, out).writeJSON(as)
+	}
+	for _, a := range as {
+		mark := " "
+		if a.Name == o.Agent {
+			mark = "*"
+		}
+		fmt.Fprintf(out, "%s %-20s %s  (%d operations)\n", mark, termsafe.Line(a.Name), a.Head.Short(), a.Seq)
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 
-	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
@@ -81,38 +80,16 @@ func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline boo
 		if h.Commit.IsZero() || h.Commit == last {
 			continue
 		}
-		var added []dag.LogEntry
-		reached := last.IsZero()
-		lo, _, err := r.LogOptions(e.ctx, e.agent) // a forget may have cut since
+		m, err := inspect.New(r).Moved(e.ctx, e.agent, last, h.Commit, path)
 		if err != nil {
 			return err
 		}
-		lo.Islands = nil
-		for le, err := range dag.LogWith(e.ctx, r.Blocks, h.Commit, lo) {
-			if err != nil {
-				return err
-			}
-			if le.CID == last {
-				reached = true
-				break
-			}
-			if len(added) == 1000 {
-				break
-			}
-			added = append(added, le)
-		}
-		if !reached {
+		if !m.Descends {
 			fmt.Fprintf(e.stdout, "%s HEAD moved to %s (not a descendant of %s: undo, reset or restore)\n", e.paint("31", "--"), h.Commit.Short(), last.Short())
-			added = added[:min(len(added), 1)]
 		}
-		for _, le := range added {
-			if ok, err := touches(e, r, le, path); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
+		for _, c := range m.Commits {
 			printed++
-			e.printLogEntry(entryCommit(le), oneline, printed, h.Commit)
+			e.printLogEntry(c, oneline, printed, h.Commit)
 		}
 		last = h.Commit
 	}
@@ -142,14 +119,6 @@ func (e *env) isServed(r *repo.Repo) bool {
 	}
 	_, ok := r.Storage.(repo.HeadWatcher)
 	return ok
-}
-
-// touches reports whether le changed path ("" matches every commit).
-func touches(e *env, r *repo.Repo, le dag.LogEntry, path string) (bool, error) {
-	if path == "" {
-		return true, nil
-	}
-	return dag.EntryTouchesKey(e.ctx, r.Blocks, le, path)
 }
 
 // printLogEntry prints the n-th commit of a log (1-based), marking HEAD.

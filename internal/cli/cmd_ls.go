@@ -1,12 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"strings"
+	"io"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
-	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
 
@@ -14,57 +15,50 @@ func newLsCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "ls", Usage: "list keys", ArgsUsage: "[PREFIX]",
 		Flags: []cli.Flag{atFlag(),
 			&cli.BoolFlag{Name: "long", Aliases: []string{"l"}, Usage: "show value CID and size"}, jsonFlag()},
-		Action: e.runLs}
+		Action: e.lsAction}
 }
 
-type lsEntry struct {
-	Path string      `json:"path"`
-	CID  objects.CID `json:"cid"`
-	Size int64       `json:"size"`
+type lsOptions struct {
+	readOpts
+	At         string // the revision
+	Long, JSON bool
 }
 
-func (e *env) runLs(c *cli.Context) error {
+func (e *env) lsAction(c *cli.Context) error {
 	if err := nargs(c, 0, 1); err != nil {
 		return err
 	}
-	prefix := c.Args().First()
+	o := lsOptions{At: c.String("at"), Long: c.Bool("long"), JSON: c.Bool("json")}
 	return e.withRepoRead(func(r *repo.Repo) error {
-		id, err := r.Resolve(e.ctx, e.agent, c.String("at"))
-		if err != nil {
-			return err
-		}
-		t, err := r.Tree(e.ctx, id)
-		if err != nil {
-			return err
-		}
-		long, asJSON := c.Bool("long"), c.Bool("json")
-		out := []lsEntry{}
-		for en, err := range t.Entries(e.ctx, prefix) {
-			if err != nil {
-				return err
-			}
-			if !strings.HasPrefix(en.Key, prefix) {
-				break
-			}
-			le := lsEntry{Path: en.Key, CID: en.Value, Size: -1}
-			if long || asJSON {
-				n, err := objects.ContentSize(e.ctx, r.Blocks, en.Value) // a chunked value's file node, not its chunks
-				if err != nil {
-					return err
-				}
-				le.Size = int64(n)
-			}
-			if asJSON {
-				out = append(out, le)
-			} else if long {
-				fmt.Fprintf(e.stdout, "%s %9d %s\n", en.Value.Short(), le.Size, termsafe.Line(en.Key))
-			} else {
-				fmt.Fprintln(e.stdout, termsafe.Line(en.Key))
-			}
-		}
-		if asJSON {
-			return e.writeJSON(out)
-		}
-		return nil
+		o.readOpts = e.readOpts(r)
+		return runLs(e.ctx, o, c.Args().Slice(), e.stdout)
 	})
+}
+
+// runLs renders the read model's listing (inspect.View.ListWith; --json is
+// its []inspect.Entry) of the keys under args[0] (default all). Without -l
+// or --json no value is read, not even a small one for its size.
+func runLs(ctx context.Context, o lsOptions, args []string, out io.Writer) error {
+	if len(args) > 1 {
+		return usagef("ls: takes at most 1 argument, PREFIX")
+	}
+	prefix := ""
+	if len(args) == 1 {
+		prefix = args[0]
+	}
+	es, _, err := o.View.ListWith(ctx, o.Agent, inspect.ListOptions{Rev: o.At, Prefix: prefix, NoSizes: !o.Long && !o.JSON})
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return o.out(ctx, out).writeJSON(es)
+	}
+	for _, en := range es {
+		if o.Long {
+			fmt.Fprintf(out, "%s %9d %s\n", en.CID.Short(), en.Size, termsafe.Line(en.Key))
+		} else {
+			fmt.Fprintln(out, termsafe.Line(en.Key))
+		}
+	}
+	return nil
 }

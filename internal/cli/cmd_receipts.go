@@ -2,12 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
@@ -30,59 +31,45 @@ func newReceiptsCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "file", Usage: "read receipts.ndjson from FILE ('-' for stdin) instead of the store"},
 			jsonFlag(),
 		},
-		Action: e.runReceipts,
+		Action: e.receiptsAction,
 	}
 }
 
-type receiptsOpts struct {
-	verify bool
-	json   bool
-	pubs   []string
-	file   string
+type receiptsOptions struct {
+	readOpts
+	Verify, JSON bool
+	// Keys, when set, are the operator keys verified against (--pub)
+	// instead of those the store trusts for the agent's receipts.
+	Keys []ed25519.PublicKey
+	// Lines, when set, are a receipts.ndjson's (--file), read instead of
+	// the agent's tape; View is then unused.
+	Lines [][]byte
 }
 
-type receiptJSON struct {
-	N        int             `json:"n"`
-	Receipt  json.RawMessage `json:"receipt,omitempty"`
-	Line     string          `json:"line,omitempty"` // a line that does not parse
-	Verified *bool           `json:"verified,omitempty"`
-	Error    string          `json:"error,omitempty"`
-	Note     string          `json:"note,omitempty"`
-}
-
-func (e *env) runReceipts(c *cli.Context) error {
+func (e *env) receiptsAction(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
-	o := receiptsOpts{verify: c.Bool("verify"), json: c.Bool("json"), pubs: c.StringSlice("pub"), file: c.String("file")}
-	keys, err := parseKeyArgs(e, o.pubs)
-	if err != nil {
+	o := receiptsOptions{Verify: c.Bool("verify"), JSON: c.Bool("json")}
+	var err error
+	if o.Keys, err = parseKeyArgs(e, c.StringSlice("pub")); err != nil {
 		return err
 	}
-	if o.file != "" {
-		if o.verify && len(keys) == 0 {
+	if file := c.String("file"); file != "" {
+		if o.Verify && len(o.Keys) == 0 {
 			return usagef("receipts: --verify --file needs --pub KEY (there is no store to take operator keys from)")
 		}
-		data, err := readLimited(e, o.file)
+		data, err := readLimited(e, file)
 		if err != nil {
 			return err
 		}
-		return e.listReceipts(o, splitLines(data), keys, nil)
+		o.Lines = splitLines(data)
+		o.readOpts = readOpts{Agent: e.agent, Color: e.color}
+		return runReceipts(e.ctx, o, c.Args().Slice(), e.stdout)
 	}
 	return e.withRepoRead(func(r *repo.Repo) error { // receipts only reads
-		if len(keys) == 0 {
-			if keys, err = r.TrustedKeys(e.ctx, e.agent, repo.KeyVerifiesReceipts); err != nil {
-				return err
-			}
-		}
-		var lines [][]byte
-		for l, err := range r.Tape.Lines(e.ctx, e.agent) {
-			if err != nil {
-				return fmt.Errorf("reading the receipt tape of %q: %w", e.agent, err)
-			}
-			lines = append(lines, l)
-		}
-		return e.listReceipts(o, lines, keys, r)
+		o.readOpts = e.readOpts(r)
+		return runReceipts(e.ctx, o, c.Args().Slice(), e.stdout)
 	})
 }
 
@@ -136,93 +123,76 @@ func splitLines(data []byte) [][]byte {
 	return out
 }
 
-// checkReceipt verifies one receipt; note says what could not be checked.
-func (e *env) checkReceipt(rc *receipt.Receipt, keys []ed25519.PublicKey, r *repo.Repo) (note string, err error) {
-	if err := rc.VerifyAny(keys); err != nil {
-		return "", err
+// runReceipts renders the read model's receipts (inspect.View.ReceiptsWith,
+// or inspect.ReadReceipts for o.Lines; --json is its []inspect.Receipt),
+// oldest first, and fails when a line is not a receipt or, with --verify,
+// when one fails verification.
+func runReceipts(ctx context.Context, o receiptsOptions, args []string, out io.Writer) error {
+	if len(args) != 0 {
+		return usagef("receipts: takes no arguments")
 	}
-	if r == nil {
-		return "", nil
-	}
-	if has, _ := r.Blocks.Has(e.ctx, rc.Commit); !has {
-		if cp, ok, _ := r.CheckpointOf(e.ctx, rc.Agent); ok {
-			return fmt.Sprintf("commit forgotten (history cut by forget at %s); the receipt stays as the audit trail", fmtTime(cp.Time)), nil
-		}
-		return "commit not in this store (restored from a snapshot)", nil
-	}
-	h, err := r.CommitBundleHash(e.ctx, rc.Commit)
-	if err != nil {
-		return "", fmt.Errorf("bundle hash of %s: %w", rc.Commit.Short(), err)
-	}
-	if h != rc.BundleAfter {
-		return "", fmt.Errorf("bundleAfter %s, but commit %s hashes to %s", rc.BundleAfter, rc.Commit.Short(), h)
-	}
-	return "", nil
-}
-
-func (e *env) listReceipts(o receiptsOpts, lines [][]byte, keys []ed25519.PublicKey, r *repo.Repo) error {
-	out := []receiptJSON{}
-	failed := 0
-	for i, l := range lines {
-		n := i + 1
-		rc, perr := receipt.Parse(l)
-		var note string
-		verr := perr
-		if perr == nil && o.verify {
-			note, verr = e.checkReceipt(rc, keys, r)
-		}
-		if verr != nil {
-			failed++
-		}
-		if o.json {
-			j := receiptJSON{N: n, Note: note}
-			if perr != nil {
-				j.Line = string(l)
-			} else {
-				j.Receipt = rc.Line()
+	var rs []inspect.Receipt
+	if o.Lines != nil {
+		rs = inspect.ReadReceipts(o.Lines, o.Verify, o.Keys)
+	} else {
+		var err error
+		if o.Verify && len(o.Keys) == 0 {
+			// The keys the store trusts for the agent's receipts, read
+			// here to say how many verified them.
+			if o.Keys, err = o.View.R.TrustedKeys(ctx, o.Agent, repo.KeyVerifiesReceipts); err != nil {
+				return err
 			}
-			if o.verify || perr != nil {
-				ok := verr == nil
-				j.Verified = &ok
-			}
-			if verr != nil {
-				j.Error = verr.Error()
-			}
-			out = append(out, j)
-			continue
 		}
-		if perr != nil {
-			fmt.Fprintf(e.stdout, "%4d  %s\n", n, e.paint("31", "unreadable: "+termsafe.Line(perr.Error())))
-			continue
-		}
-		merge := ""
-		if rc.Merged() {
-			merge = " (merge)"
-		}
-		fmt.Fprintf(e.stdout, "%4d  %s  %s  %-24s %s -> %s%s", n, fmtTime(rc.Time), rc.Commit.Short(), termsafe.Line(rc.Task), shortHash(rc.BundleBefore), shortHash(rc.BundleAfter), merge)
-		switch {
-		case !o.verify:
-		case verr != nil:
-			fmt.Fprintf(e.stdout, "  %s", e.paint("31", "FAILED: "+termsafe.Line(verr.Error())))
-		case note != "":
-			fmt.Fprintf(e.stdout, "  %s (%s)", e.paint("32", "ok"), termsafe.Line(note))
-		default:
-			fmt.Fprintf(e.stdout, "  %s", e.paint("32", "ok"))
-		}
-		fmt.Fprintln(e.stdout)
-	}
-	if o.json {
-		if err := e.writeJSON(out); err != nil {
+		if rs, err = o.View.ReceiptsWith(ctx, o.Agent, inspect.ReceiptOptions{Verify: o.Verify, Keys: o.Keys}); err != nil {
 			return err
 		}
-	} else if o.verify && failed == 0 {
-		fmt.Fprintf(e.stdout, "%d receipt(s) verified against %d operator key(s)\n", len(lines), len(keys))
 	}
-	if failed > 0 && o.verify {
-		return fmt.Errorf("%d of %d receipt(s) failed verification", failed, len(lines))
+	keys := len(o.Keys)
+	e := o.out(ctx, out)
+	failed, unreadable := 0, 0
+	for _, j := range rs {
+		if j.Receipt == nil {
+			unreadable++
+		} else if j.Verified != nil && !*j.Verified {
+			failed++
+		}
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d receipt line(s) are not valid receipts", failed, len(lines))
+	if o.JSON {
+		if err := e.writeJSON(rs); err != nil {
+			return err
+		}
+	} else {
+		for _, j := range rs {
+			if j.Receipt == nil {
+				fmt.Fprintf(out, "%4d  %s\n", j.N, e.paint("31", "unreadable: "+termsafe.Line(j.Error)))
+				continue
+			}
+			rc := j.Receipt
+			merge := ""
+			if rc.Merged() {
+				merge = " (merge)"
+			}
+			fmt.Fprintf(out, "%4d  %s  %s  %-24s %s -> %s%s", j.N, fmtTime(rc.Time), rc.Commit.Short(), termsafe.Line(rc.Task), shortHash(rc.BundleBefore), shortHash(rc.BundleAfter), merge)
+			switch {
+			case !o.Verify:
+			case j.Verified != nil && !*j.Verified:
+				fmt.Fprintf(out, "  %s", e.paint("31", "FAILED: "+termsafe.Line(j.Error)))
+			case j.Note != "":
+				fmt.Fprintf(out, "  %s (%s)", e.paint("32", "ok"), termsafe.Line(j.Note))
+			default:
+				fmt.Fprintf(out, "  %s", e.paint("32", "ok"))
+			}
+			fmt.Fprintln(out)
+		}
+		if o.Verify && failed+unreadable == 0 {
+			fmt.Fprintf(out, "%d receipt(s) verified against %d operator key(s)\n", len(rs), keys)
+		}
+	}
+	if o.Verify && failed+unreadable > 0 {
+		return fmt.Errorf("%d of %d receipt(s) failed verification", failed+unreadable, len(rs))
+	}
+	if unreadable > 0 {
+		return fmt.Errorf("%d of %d receipt line(s) are not valid receipts", unreadable, len(rs))
 	}
 	return nil
 }

@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"errors"
+	"context"
 	"fmt"
+	"io"
 	"strings"
 
-	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
@@ -13,89 +13,63 @@ import (
 
 func newShowCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "show", Usage: "show a commit and what it changed, or REV:KEY's value", ArgsUsage: "REV[:KEY]",
-		Flags: []cli.Flag{patchFlag(), jsonFlag()}, Action: e.runShow}
+		Flags: []cli.Flag{patchFlag(), jsonFlag()}, Action: e.showAction}
 }
 
-func (e *env) runShow(c *cli.Context) error {
+type showOptions struct {
+	readOpts
+	Patch, JSON bool
+}
+
+func (e *env) showAction(c *cli.Context) error {
 	if err := nargs(c, 1, 1); err != nil {
 		return err
 	}
-	arg := c.Args().First()
-	rev, key, hasKey := strings.Cut(arg, ":")
-	if hasKey {
-		if err := objects.ValidateKey(key); err != nil {
-			return err
-		}
-	}
+	o := showOptions{Patch: c.Bool("patch"), JSON: c.Bool("json")}
 	return e.withRepoRead(func(r *repo.Repo) error {
-		if hasKey {
-			data, err := e.valueAt(r, rev, key)
-			if err != nil {
-				return err
-			}
-			_, err = e.stdout.Write(data)
-			return err
-		}
-		id, cm, err := r.ResolveCommit(e.ctx, e.agent, rev)
-		if err != nil {
-			return err
-		}
-		le := dag.LogEntry{CID: id, Commit: cm}
-		changes, err := e.changesFromParent(r, cm)
-		// A first parent a forget cut (the oldest commit log lists): what
-		// the commit changed is not known, the rest is.
-		parentGone := errors.Is(err, dag.ErrUnknown)
-		if err != nil && !parentGone {
-			return err
-		}
-		if c.Bool("json") {
-			j, err := e.logJSON(r, le)
-			if err != nil {
-				return err
-			}
-			return e.writeJSON(struct {
-				logJSON
-				Changes    []objects.Change `json:"changes"`
-				ParentGone bool             `json:"parentGone,omitempty"`
-			}{j, changes, parentGone})
-		}
-		head, _ := r.Refs.Head(e.ctx, e.agent)
-		e.printCommit(entryCommit(le), id == head.Commit)
-		h, err := r.BundleHash(e.ctx, cm.Tree)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "\nTree:   %s\nBundle: %s\n\n", cm.Tree, h)
-		if parentGone {
-			fmt.Fprintf(e.stdout, "%s\n", e.paint("2", "~~ the first parent was forgotten (history cut by forget): what this commit changed is not known ~~"))
-			return nil
-		}
-		if c.Bool("patch") {
-			return e.printPatch(r, changes)
-		}
-		e.printChanges(changes)
-		return nil
+		o.readOpts = e.readOpts(r)
+		return runShow(e.ctx, o, c.Args().Slice(), e.stdout)
 	})
 }
 
-// changesFromParent is what cm changed against its first parent; a first
-// parent not in the store is an error that wraps dag.ErrUnknown, and the
-// changes are then empty.
-func (e *env) changesFromParent(r *repo.Repo, cm *objects.Commit) ([]objects.Change, error) {
-	from := objects.EmptyTreeCID
-	if len(cm.Parents) > 0 {
-		pc, err := r.Commit(e.ctx, cm.Parents[0])
-		if err != nil {
-			return []objects.Change{}, err
-		}
-		from = pc.Tree
+// runShow renders the read model's commit (inspect.View.Show; --json is
+// its inspect.Shown) for args[0], REV; for REV:KEY it streams the value.
+func runShow(ctx context.Context, o showOptions, args []string, out io.Writer) error {
+	if len(args) != 1 {
+		return usagef("show: takes 1 argument, REV[:KEY]")
 	}
-	changes := []objects.Change{}
-	for ch, err := range objects.DiffTrees(e.ctx, r.Blocks, from, cm.Tree) {
+	e := o.out(ctx, out)
+	rev, key, hasKey := strings.Cut(args[0], ":")
+	if hasKey {
+		_, rd, err := o.View.Open(ctx, o.Agent, rev, key)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		changes = append(changes, ch)
+		_, err = objects.CopyValue(out, rd)
+		return err
 	}
-	return changes, nil
+	s, err := o.View.Show(ctx, o.Agent, rev, o.Patch)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return e.writeJSON(s)
+	}
+	head, err := o.View.Head(ctx, o.Agent)
+	if err != nil {
+		return err
+	}
+	e.printCommit(s.Commit, s.Commit.CID == head)
+	fmt.Fprintf(out, "\nTree:   %s\nBundle: %s\n\n", s.Commit.Tree, s.Commit.BundleHash)
+	switch {
+	case s.ParentGone:
+		// The first parent a forget cut (the oldest commit log lists):
+		// what the commit changed is not known, the rest is.
+		fmt.Fprintf(out, "%s\n", e.paint("2", "~~ the first parent was forgotten (history cut by forget): what this commit changed is not known ~~"))
+	case o.Patch:
+		e.printPatch(s.Changes)
+	default:
+		e.printChanges(s.Changes)
+	}
+	return nil
 }

@@ -11,12 +11,20 @@ import (
 	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/internal/termsafe"
+	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
 
 func newStatusCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "status", Usage: "who holds the store, since when, and the agents' HEADs", ArgsUsage: " ",
 		Flags: []cli.Flag{jsonFlag()}, Action: e.runStatus}
+}
+
+// agentJSON is an agent as status --json lists it.
+type agentJSON struct {
+	Agent      string      `json:"agent"`
+	Head       objects.CID `json:"head"`
+	Operations uint64      `json:"operations"`
 }
 
 type statusJSON struct {

@@ -11,11 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/inspect"
-	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
-	"github.com/agentstate/agentstate/objects"
 	"golang.org/x/term"
 )
 
@@ -56,35 +53,6 @@ func firstLine(s string) string {
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
-
-// logJSON is a commit as log --json and show --json print it: the read
-// model's.
-type logJSON = inspect.Commit
-
-func (e *env) logJSON(r *repo.Repo, le dag.LogEntry) (logJSON, error) {
-	h, err := r.BundleHash(e.ctx, le.Commit.Tree)
-	if err != nil {
-		return logJSON{}, err
-	}
-	c := entryCommit(le)
-	c.BundleHash = h.String()
-	return c, nil
-}
-
-// entryCommit is le as the read model's commit, without its bundle hash
-// (which text output does not print).
-func entryCommit(le dag.LogEntry) inspect.Commit {
-	parents := le.Commit.Parents
-	if parents == nil {
-		parents = []objects.CID{}
-	}
-	meta := le.Commit.Metadata
-	if meta == nil {
-		meta = map[string]string{}
-	}
-	return inspect.Commit{CID: le.CID, Parents: parents, Tree: le.Commit.Tree, Time: le.Commit.Time,
-		Message: le.Commit.Message, Metadata: meta, Cut: le.Cut}
-}
 
 func (e *env) printCommit(c inspect.Commit, head bool) {
 	hdr := "commit " + c.CID.String()

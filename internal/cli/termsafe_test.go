@@ -91,6 +91,14 @@ func TestStoreTextIsInertOnATerminal(t *testing.T) {
 				t.Fatalf("%v: %v\n%s", args, err, out)
 			}
 			data = list[0]
+		} else {
+			var shown struct {
+				Commit json.RawMessage `json:"commit"`
+			}
+			if err := json.Unmarshal(data, &shown); err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, out)
+			}
+			data = shown.Commit
 		}
 		if err := json.Unmarshal(data, &got); err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)

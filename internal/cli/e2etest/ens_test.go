@@ -158,14 +158,14 @@ func headTree(c storeCLI) string {
 func agents(c storeCLI) []string {
 	c.t.Helper()
 	var list []struct {
-		Agent string `json:"agent"`
+		Name string `json:"name"`
 	}
 	if err := json.Unmarshal([]byte(c.ok("agents", "--json")), &list); err != nil {
 		c.t.Fatalf("agents --json: %v", err)
 	}
 	var names []string
 	for _, a := range list {
-		names = append(names, a.Agent)
+		names = append(names, a.Name)
 	}
 	return names
 }
