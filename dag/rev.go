@@ -71,10 +71,22 @@ func ParseRev(s string) (Rev, error) {
 			return Rev{}, fmt.Errorf("%w: %q: CIDs start with 'b' (base32 CIDv1)", ErrBadRev, orig)
 		}
 	}
+	steps, err := parseSteps(orig, s)
+	if err != nil {
+		return Rev{}, err
+	}
+	r.Steps = steps
+	return r, nil
+}
+
+// parseSteps parses a revision's ~N and ^N steps (s is what follows the
+// base; orig is the whole revision, for messages).
+func parseSteps(orig, s string) ([]Step, error) {
+	var steps []Step
 	for s != "" {
 		op := s[0]
 		if op != '~' && op != '^' {
-			return Rev{}, fmt.Errorf("%w: %q: unexpected %q (use ~N or ^N after the base)", ErrBadRev, orig, s)
+			return nil, fmt.Errorf("%w: %q: unexpected %q (use ~N or ^N after the base)", ErrBadRev, orig, s)
 		}
 		s = s[1:]
 		j := 0
@@ -85,22 +97,22 @@ func ParseRev(s string) (Rev, error) {
 		if j > 0 {
 			v, err := strconv.Atoi(s[:j])
 			if err != nil || v > 1<<20 {
-				return Rev{}, fmt.Errorf("%w: %q: bad number %q", ErrBadRev, orig, s[:j])
+				return nil, fmt.Errorf("%w: %q: bad number %q", ErrBadRev, orig, s[:j])
 			}
 			n = v
 		}
 		s = s[j:]
 		if op == '~' {
-			r.Steps = append(r.Steps, Step{FirstParentN: n})
+			steps = append(steps, Step{FirstParentN: n})
 		} else {
 			if n == 0 {
-				r.Steps = append(r.Steps, Step{FirstParentN: 0})
+				steps = append(steps, Step{FirstParentN: 0})
 				continue
 			}
-			r.Steps = append(r.Steps, Step{Parent: n})
+			steps = append(steps, Step{Parent: n})
 		}
 	}
-	return r, nil
+	return steps, nil
 }
 
 // Resolver gives ParseRev'd revisions meaning in a store.
@@ -110,11 +122,21 @@ type Resolver struct {
 	Head func(ctx context.Context, agent string) (objects.CID, error)
 	// WithPrefix returns stored CIDs whose binary form starts with the given bytes.
 	WithPrefix func(ctx context.Context, prefix []byte) ([]objects.CID, error)
+	// Task returns the commit a task landed (a task revision's base); an
+	// error wrapping ErrNoTask says no task of that reading landed. Nil:
+	// task revisions are refused.
+	Task func(ctx context.Context, t TaskRev) (objects.CID, error)
 }
 
 // Resolve turns a revision string into a commit CID, for defaultAgent unless
 // the revision names another agent.
 func (rs *Resolver) Resolve(ctx context.Context, defaultAgent, s string) (objects.CID, error) {
+	if readings, ok, err := ParseTaskRev(s); ok {
+		if err != nil {
+			return objects.CID{}, err
+		}
+		return rs.resolveTask(ctx, defaultAgent, s, readings)
+	}
 	r, err := ParseRev(s)
 	if err != nil {
 		return objects.CID{}, err
@@ -131,11 +153,40 @@ func (rs *Resolver) Resolve(ctx context.Context, defaultAgent, s string) (object
 	} else if c, err = rs.expand(ctx, r.Base); err != nil {
 		return objects.CID{}, err
 	}
+	return rs.walkSteps(ctx, s, c, r.Steps)
+}
+
+// resolveTask resolves a task revision: the first of its readings that
+// names a landed task, then that reading's steps.
+func (rs *Resolver) resolveTask(ctx context.Context, defaultAgent, s string, readings []TaskRev) (objects.CID, error) {
+	if rs.Task == nil {
+		return objects.CID{}, fmt.Errorf("%w: %q: this store does not resolve task revisions", ErrBadRev, s)
+	}
+	var last error
+	for _, rd := range readings {
+		if rd.Agent == "" {
+			rd.Agent = defaultAgent
+		}
+		c, err := rs.Task(ctx, rd)
+		if errors.Is(err, ErrNoTask) {
+			last = err
+			continue
+		}
+		if err != nil {
+			return objects.CID{}, err
+		}
+		return rs.walkSteps(ctx, s, c, rd.Steps)
+	}
+	return objects.CID{}, last
+}
+
+// walkSteps reads commit c and takes a revision's steps from it.
+func (rs *Resolver) walkSteps(ctx context.Context, s string, c objects.CID, steps []Step) (objects.CID, error) {
 	cm, err := ReadCommit(ctx, rs.Blocks, c)
 	if err != nil {
 		return objects.CID{}, fmt.Errorf("revision %q: %w", s, err)
 	}
-	for _, st := range r.Steps {
+	for _, st := range steps {
 		for i := 0; i < st.FirstParentN; i++ {
 			if len(cm.Parents) == 0 {
 				return objects.CID{}, fmt.Errorf("%w: %q: commit %s has no parent (history is shorter)", ErrUnknown, s, c.Short())

@@ -220,6 +220,10 @@ func (r *Repo) Resolver() *dag.Resolver {
 			return h.Commit, err
 		},
 		WithPrefix: r.withPrefix,
+		Task: func(ctx context.Context, t dag.TaskRev) (objects.CID, error) {
+			l, err := r.FindTask(ctx, t)
+			return l.Commit, err
+		},
 	}
 }
 

@@ -1,0 +1,386 @@
+package inspect
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"slices"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs/receipt"
+)
+
+// Receipt states of a Task.
+const (
+	ReceiptVerified  = "verified"  // signed by a trusted operator key, bundle hash as stated
+	ReceiptFailed    = "failed"    // does not verify (TaskEntry.ReceiptError says why)
+	ReceiptUnchecked = "unchecked" // on the tape, not verified (TaskOptions.Verify unset)
+	ReceiptNone      = "none"      // found from its commits' task metadata; no receipt on the tape
+)
+
+// Task is one landing of a task, as `agentstate log --tasks` lists it:
+// the commits it folds (its own, and its merge), the keys they wrote, and
+// the bundle hash it moved.
+type Task struct {
+	ID      string `json:"id"`
+	Attempt string `json:"attempt"`
+	Model   string `json:"model"`
+	Adapter string `json:"adapter"`
+	// Commit is the commit the task landed (HEAD moved to it); TaskCommit
+	// the task's own last commit (Commit unless Merge); Start the commit it
+	// started from (zero: the agent had no state).
+	Commit     objects.CID `json:"commit"`
+	TaskCommit objects.CID `json:"taskCommit"`
+	Start      objects.CID `json:"start,omitzero"`
+	Merge      bool        `json:"merge"`
+	// Commits counts the commits folded into this entry: the task's own
+	// and, when it landed as a merge, the merge.
+	Commits int `json:"commits"`
+	// Keys are the keys the task's commits wrote (put or deleted), sorted.
+	Keys []string `json:"keys"`
+	// BundleBefore and BundleAfter are the bundle hashes HEAD moved between.
+	BundleBefore string `json:"bundleBefore"`
+	BundleAfter  string `json:"bundleAfter"`
+	Time         int64  `json:"time"`
+	// Receipt is the receipt's state (Receipt* constants); ReceiptN its
+	// line on the tape (0: none); ReceiptError why it failed, ReceiptNote
+	// what verification could not check.
+	Receipt      string `json:"receipt"`
+	ReceiptN     int    `json:"receiptN,omitempty"`
+	ReceiptError string `json:"receiptError,omitempty"`
+	ReceiptNote  string `json:"receiptNote,omitempty"`
+}
+
+// TaskOptions select a page of an agent's task log.
+type TaskOptions struct {
+	Rev    string // where the history starts; "" is HEAD
+	Skip   int    // leave out this many tasks, newest first
+	Limit  int    // at most this many; <= 0 is all
+	Verify bool   // verify the receipts of the tasks returned
+}
+
+// TaskLog is a page of the task log.
+type TaskLog struct {
+	Head  objects.CID `json:"head"`
+	Tasks []Task      `json:"tasks"`
+	// More says older tasks follow the page.
+	More bool `json:"more"`
+}
+
+// Tasks returns the agent's history grouped by task, newest first: one
+// entry per landed task, from the receipts on the agent's tape and, for
+// commits whose task has no receipt there (a fork's history, a receipt
+// never kept), from the commits' task metadata. Commits no task wrote are
+// left out.
+func (v *View) Tasks(ctx context.Context, agent string, o TaskOptions) (TaskLog, error) {
+	if o.Skip < 0 {
+		return TaskLog{}, badf("skip %d: must not be negative", o.Skip)
+	}
+	head, err := v.checkAgent(ctx, agent)
+	if err != nil {
+		return TaskLog{}, err
+	}
+	start, _, err := v.resolve(ctx, agent, o.Rev)
+	if err != nil {
+		return TaskLog{}, err
+	}
+	tape, err := v.tapeIndex(ctx, agent)
+	if err != nil {
+		return TaskLog{}, err
+	}
+	lo, _, err := v.R.LogOptions(ctx, agent)
+	if err != nil {
+		return TaskLog{}, classify(err)
+	}
+	out := TaskLog{Head: head.Commit, Tasks: []Task{}}
+	claimed := map[objects.CID]bool{}
+	n := 0
+	for le, err := range dag.LogWith(ctx, v.R.Blocks, start, lo) {
+		if err != nil {
+			return TaskLog{}, classify(err)
+		}
+		if claimed[le.CID] {
+			continue
+		}
+		var l repo.TaskLanding
+		if i, ok := tape.byCommit[le.CID]; ok {
+			l = tape.landing(agent, i)
+		} else if _, ok := le.Commit.Metadata["task"]; ok {
+			if l, err = v.R.TaskLanding(ctx, agent, le.CID, le.Commit); err != nil {
+				return TaskLog{}, classify(err)
+			}
+		} else {
+			continue
+		}
+		t, own, err := v.taskOf(ctx, l)
+		if err != nil {
+			return TaskLog{}, err
+		}
+		for _, c := range own {
+			claimed[c] = true
+		}
+		claimed[l.Commit] = true
+		n++
+		if n <= o.Skip {
+			continue
+		}
+		if o.Limit > 0 && len(out.Tasks) == o.Limit {
+			out.More = true
+			break
+		}
+		out.Tasks = append(out.Tasks, t)
+	}
+	if o.Verify {
+		keys, err := v.receiptKeys(ctx, agent)
+		if err != nil {
+			return TaskLog{}, err
+		}
+		for i := range out.Tasks {
+			t := &out.Tasks[i]
+			if t.ReceiptN > 0 {
+				v.verifyTask(ctx, t, tape.receipts[tape.index[t.ReceiptN]], keys)
+			}
+		}
+	}
+	return out, nil
+}
+
+// TaskDetail is one task: its entry, its receipt, its commits (newest
+// first: the merge, when it landed as one, then its own) and its whole
+// change, from the commit it started from to its own last commit.
+type TaskDetail struct {
+	Task    Task     `json:"task"`
+	Receipt *Receipt `json:"receipt,omitempty"`
+	Commits []Commit `json:"commits"`
+	Changes []Change `json:"changes"`
+}
+
+// Task returns the task a task revision names (task:ID or task:ID@ATTEMPT,
+// with an optional AGENT@ before it; a bare ID is taken as task:ID), its
+// receipt verified, its commits and its whole change (with line diffs when
+// patch is set). A revision with steps (task:ID~1) names a commit, not a
+// task: it is not found here.
+func (v *View) Task(ctx context.Context, agent, id string, patch bool) (TaskDetail, error) {
+	rev := id
+	if !dag.IsTaskRev(rev) {
+		rev = dag.TaskPrefix + id
+	}
+	readings, _, err := dag.ParseTaskRev(rev)
+	if err != nil {
+		return TaskDetail{}, classify(err)
+	}
+	var l repo.TaskLanding
+	err = dag.ErrNoTask
+	for _, rd := range readings {
+		if len(rd.Steps) > 0 {
+			continue
+		}
+		if rd.Agent == "" {
+			rd.Agent = agent
+		}
+		if _, err := v.checkAgent(ctx, rd.Agent); err != nil {
+			return TaskDetail{}, err
+		}
+		if l, err = v.R.FindTask(ctx, rd); !errors.Is(err, dag.ErrNoTask) {
+			break
+		}
+	}
+	if err != nil {
+		return TaskDetail{}, classify(err)
+	}
+	t, own, err := v.taskOf(ctx, l)
+	if err != nil {
+		return TaskDetail{}, err
+	}
+	out := TaskDetail{Task: t, Commits: []Commit{}}
+	if l.Receipt != nil {
+		keys, err := v.receiptKeys(ctx, l.Agent)
+		if err != nil {
+			return TaskDetail{}, err
+		}
+		v.verifyTask(ctx, &out.Task, l.Receipt, keys)
+		ok := out.Task.Receipt == ReceiptVerified
+		out.Receipt = &Receipt{N: l.N, Receipt: l.Receipt, Verified: &ok, Error: out.Task.ReceiptError, Note: out.Task.ReceiptNote}
+	}
+	ids := own
+	if t.Merge {
+		ids = append([]objects.CID{l.Commit}, own...)
+	}
+	for _, id := range ids {
+		cm, err := v.R.Commit(ctx, id)
+		if err != nil {
+			return TaskDetail{}, classify(err)
+		}
+		c, err := v.commitOf(ctx, id, cm)
+		if err != nil {
+			return TaskDetail{}, err
+		}
+		out.Commits = append(out.Commits, c)
+	}
+	from := objects.EmptyTreeCID
+	if !l.Start.IsZero() {
+		sc, err := v.R.Commit(ctx, l.Start)
+		if err != nil {
+			return TaskDetail{}, classify(err)
+		}
+		from = sc.Tree
+	}
+	tc, err := v.R.Commit(ctx, l.TaskCommit)
+	if err != nil {
+		return TaskDetail{}, classify(err)
+	}
+	out.Changes, err = v.diffTrees(ctx, from, tc.Tree, patch)
+	return out, err
+}
+
+// taskOf builds a landing's entry and returns the task's own commits,
+// newest first: first parents from its last commit back to the commit it
+// started from (at most its receipt's count of writes; a parent a forget
+// cut ends them).
+func (v *View) taskOf(ctx context.Context, l repo.TaskLanding) (Task, []objects.CID, error) {
+	t := Task{ID: l.ID, Attempt: l.Attempt, Commit: l.Commit, TaskCommit: l.TaskCommit, Start: l.Start,
+		Merge: l.Merged(), Keys: []string{}, Receipt: ReceiptNone}
+	limit := -1
+	if rc := l.Receipt; rc != nil {
+		t.Model, t.Adapter, t.Time, t.ReceiptN, t.Receipt = rc.Model, rc.Adapter, rc.Time, l.N, ReceiptUnchecked
+		t.BundleBefore, t.BundleAfter = rc.BundleBefore.String(), rc.BundleAfter.String()
+		limit = rc.Writes
+	}
+	var own []objects.CID
+	keys := map[string]bool{}
+	dirs := false // a commit with no key recorded: a directory task's
+	for c := l.TaskCommit; c != l.Start && !c.IsZero() && limit != 0; limit-- {
+		cm, err := v.R.Commit(ctx, c)
+		if errors.Is(err, dag.ErrUnknown) {
+			break
+		}
+		if err != nil {
+			return Task{}, nil, classify(err)
+		}
+		if l.Receipt == nil && len(own) > 0 && (cm.Metadata["task"] != l.ID || cm.Metadata["attempt"] != l.Attempt) {
+			break
+		}
+		own = append(own, c)
+		if l.Receipt == nil && len(own) == 1 {
+			t.Model, t.Adapter = cm.Metadata["model"], cm.Metadata["adapter"]
+		}
+		if k, ok := cm.Metadata["key"]; ok {
+			keys[k] = true
+		} else {
+			dirs = true
+		}
+		if len(cm.Parents) == 0 {
+			break
+		}
+		c = cm.Parents[0]
+	}
+	t.Commits = len(own)
+	if t.Merge {
+		t.Commits++
+	}
+	landed, err := v.R.Commit(ctx, l.Commit)
+	if err != nil {
+		return Task{}, nil, classify(err)
+	}
+	if l.Receipt == nil {
+		t.Time = landed.Time
+		before, err := v.bundleOf(ctx, l.Start)
+		if err != nil {
+			return Task{}, nil, err
+		}
+		after, err := v.R.BundleHash(ctx, landed.Tree)
+		if err != nil {
+			return Task{}, nil, classify(err)
+		}
+		t.BundleBefore, t.BundleAfter = before, after.String()
+	}
+	if dirs {
+		// A directory task records no keys: its change says which.
+		from := objects.EmptyTreeCID
+		if !l.Start.IsZero() {
+			if sc, err := v.R.Commit(ctx, l.Start); err == nil {
+				from = sc.Tree
+			}
+		}
+		tc, err := v.R.Commit(ctx, l.TaskCommit)
+		if err != nil {
+			return Task{}, nil, classify(err)
+		}
+		for ch, err := range objects.DiffTrees(ctx, v.R.Blocks, from, tc.Tree) {
+			if err != nil {
+				return Task{}, nil, classify(err)
+			}
+			keys[ch.Path] = true
+		}
+	}
+	for k := range keys {
+		t.Keys = append(t.Keys, k)
+	}
+	slices.Sort(t.Keys)
+	return t, own, nil
+}
+
+// bundleOf is a commit's bundle hash, the empty brain's for zero.
+func (v *View) bundleOf(ctx context.Context, c objects.CID) (string, error) {
+	if c.IsZero() {
+		h, _ := objects.NewBundleHasher().Sum()
+		return h.String(), nil
+	}
+	h, err := v.R.CommitBundleHash(ctx, c)
+	if err != nil {
+		return "", classify(err)
+	}
+	return h.String(), nil
+}
+
+func (v *View) receiptKeys(ctx context.Context, agent string) ([]ed25519.PublicKey, error) {
+	keys, err := v.R.TrustedKeys(ctx, agent, repo.KeyVerifiesReceipts)
+	return keys, classify(err)
+}
+
+// verifyTask sets t's receipt state from verifying rc.
+func (v *View) verifyTask(ctx context.Context, t *Task, rc *receipt.Receipt, keys []ed25519.PublicKey) {
+	note, err := v.checkReceipt(ctx, rc, keys)
+	t.Receipt, t.ReceiptNote = ReceiptVerified, note
+	if err != nil {
+		t.Receipt, t.ReceiptError = ReceiptFailed, err.Error()
+	}
+}
+
+// tapeIndex is an agent's receipt tape read once: each parsed receipt, by
+// the commits it names (the later receipt wins for a commit named twice).
+type tapeIndex struct {
+	receipts []*receipt.Receipt
+	lines    []int               // receipts[i] is line lines[i] (1-based)
+	index    map[int]int         // line → index into receipts
+	byCommit map[objects.CID]int // Commit and TaskCommit → index
+}
+
+func (v *View) tapeIndex(ctx context.Context, agent string) (*tapeIndex, error) {
+	ti := &tapeIndex{index: map[int]int{}, byCommit: map[objects.CID]int{}}
+	n := 0
+	for line, err := range v.R.Tape.Lines(ctx, agent) {
+		if err != nil {
+			return nil, err
+		}
+		n++
+		rc, err := receipt.Parse(line)
+		if err != nil {
+			continue // listed by 'receipts' as unreadable; names no task here
+		}
+		i := len(ti.receipts)
+		ti.receipts, ti.lines = append(ti.receipts, rc), append(ti.lines, n)
+		ti.index[n] = i
+		ti.byCommit[rc.Commit] = i
+		ti.byCommit[rc.TaskCommit] = i
+	}
+	return ti, nil
+}
+
+func (ti *tapeIndex) landing(agent string, i int) repo.TaskLanding {
+	rc := ti.receipts[i]
+	return repo.TaskLanding{Agent: agent, ID: rc.Task, Attempt: rc.Attempt, Receipt: rc, N: ti.lines[i],
+		Start: rc.Parent, Commit: rc.Commit, TaskCommit: rc.TaskCommit}
+}
