@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -66,6 +67,17 @@ func newWindows(t *testing.T) *windows {
 	if err != nil || !l.Merged {
 		t.Fatalf("landing the side line: merged %v, %v", l.Merged, err)
 	}
+	// A big text value (over the read model's patch cap), in two versions.
+	for i, name := range []string{"big-1.txt", "big-2.txt"} {
+		var big strings.Builder
+		for n := 0; big.Len() <= inspect.MaxPatchValue+inspect.MaxPatchValue/2; n++ {
+			fmt.Fprintf(&big, "line %d of version %d\n", n, i+1)
+		}
+		if err := os.WriteFile(filepath.Join(w.dir, name), []byte(big.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w.cli("--agent", inspecttest.A, "put", "-m", "big "+name, "big.txt", name)
+	}
 	w.cli("--agent", inspecttest.A, "put", "-m", "to undo", "undone.md", "v.txt")
 	w.cli("--agent", inspecttest.A, "undo")
 	ops, err := inspect.New(c.R).Oplog(ctx, inspecttest.A, 100)
@@ -123,8 +135,18 @@ func (w *windows) tool(name string, args map[string]any) map[string]any {
 	return out
 }
 
-// api gets a page's API route and returns its JSON as generic JSON.
+// api gets a page's API route and returns its JSON object as generic JSON.
 func (w *windows) api(route string, q url.Values) map[string]any {
+	w.t.Helper()
+	out, ok := w.apiAny(route, q).(map[string]any)
+	if !ok {
+		w.t.Fatalf("GET %s?%s: not an object", route, q.Encode())
+	}
+	return out
+}
+
+// apiAny gets a page's API route and returns its JSON as generic JSON.
+func (w *windows) apiAny(route string, q url.Values) any {
 	w.t.Helper()
 	res, err := http.Get(w.page + route + "?" + q.Encode())
 	if err != nil {
@@ -135,11 +157,7 @@ func (w *windows) api(route string, q url.Values) map[string]any {
 	if res.StatusCode != http.StatusOK {
 		w.t.Fatalf("GET %s?%s: %s %s", route, q.Encode(), res.Status, b)
 	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		w.t.Fatal(err)
-	}
-	return out
+	return generic(w.t, b)
 }
 
 func generic(t *testing.T, b []byte) any {
@@ -285,5 +303,168 @@ func TestWindowsAgreeOnOplog(t *testing.T) {
 		if agent == inspecttest.A && undone == 0 {
 			t.Errorf("the fixture has no undone operation on %s", agent)
 		}
+	}
+}
+
+// agree fails the test unless the three windows' answers are equal.
+func agree(t *testing.T, what string, cliOut, mcpOut, pageOut any) {
+	t.Helper()
+	if !reflect.DeepEqual(cliOut, mcpOut) {
+		t.Errorf("%s: the CLI's --json and MCP differ:\nCLI %v\nMCP %v", what, cliOut, mcpOut)
+	}
+	if !reflect.DeepEqual(cliOut, pageOut) {
+		t.Errorf("%s: the CLI's --json and the page differ:\nCLI  %v\npage %v", what, cliOut, pageOut)
+	}
+}
+
+// fixtureAgents are the agents of newWindows's store: one with a merge, a
+// forget cut, an undone operation, receipts of forgotten commits and a big
+// value; a fork that reaches the cut commits; a fork made on the cut
+// history; the merged line's agent.
+var fixtureAgents = []string{inspecttest.A, inspecttest.Fork, inspecttest.Late, "side"}
+
+// The windows agree on agents, and on every agent's receipts, verified
+// (the receipts of the commits a forget cut say so in their note).
+func TestWindowsAgreeOnAgentsAndReceipts(t *testing.T) {
+	w := newWindows(t)
+	agree(t, "agents", generic(t, w.cli("agents", "--json")), w.tool("list_agents", nil)["agents"], w.apiAny("/api/agents", nil))
+	forgotten := 0
+	for _, agent := range fixtureAgents {
+		cliOut := generic(t, w.cli("--agent", agent, "receipts", "--verify", "--json"))
+		agree(t, agent+" receipts", cliOut, w.tool("receipts", map[string]any{"agent": agent, "verify": true})["receipts"],
+			w.apiAny("/api/receipts", url.Values{"agent": {agent}}))
+		rs, _ := cliOut.([]any)
+		for _, r := range rs {
+			r := r.(map[string]any)
+			if r["verified"] != true {
+				t.Errorf("%s: a receipt does not verify: %v", agent, r)
+			}
+			if note, _ := r["note"].(string); strings.Contains(note, "forgotten") {
+				forgotten++
+			}
+		}
+	}
+	if forgotten == 0 {
+		t.Fatal("the fixture has no receipt of a forgotten commit")
+	}
+}
+
+// The windows agree on show for every commit of every agent's log (the
+// merge, the commits a forget cut below, the oldest one whose parent is
+// gone, the big value's), with line diffs and (CLI and MCP) without.
+func TestWindowsAgreeOnShow(t *testing.T) {
+	w := newWindows(t)
+	sawMerge, sawGone, sawLarge := false, false, false
+	for _, agent := range fixtureAgents {
+		h, err := inspect.New(w.r).Log(context.Background(), agent, inspect.LogOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range h.Commits {
+			rev := c.CID.String()
+			name := agent + " show " + c.Message
+			cliOut := generic(t, w.cli("--agent", agent, "show", "--json", "-p", rev))
+			agree(t, name, cliOut, w.tool("show", map[string]any{"agent": agent, "rev": rev, "lines": true}),
+				w.api("/api/commit", url.Values{"agent": {agent}, "rev": {rev}}))
+			plain := generic(t, w.cli("--agent", agent, "show", "--json", rev))
+			if mcpOut := w.tool("show", map[string]any{"agent": agent, "rev": rev}); !reflect.DeepEqual(plain, mcpOut) {
+				t.Errorf("%s without lines: CLI %v\nMCP %v", name, plain, mcpOut)
+			}
+			s := cliOut.(map[string]any)
+			sawMerge = sawMerge || len(c.Parents) > 1
+			sawGone = sawGone || s["parentGone"] == true
+			for _, ch := range s["changes"].([]any) {
+				sawLarge = sawLarge || ch.(map[string]any)["large"] == true
+			}
+		}
+	}
+	if !sawMerge || !sawGone || !sawLarge {
+		t.Fatalf("the fixture shows a merge %v, a commit whose parent is gone %v, a large value %v", sawMerge, sawGone, sawLarge)
+	}
+}
+
+// The windows agree on diff between revisions across the merge, the cut
+// and the big value's two versions.
+func TestWindowsAgreeOnDiff(t *testing.T) {
+	w := newWindows(t)
+	a := inspecttest.A
+	for _, q := range [][2]string{{"HEAD~1", "HEAD"}, {"HEAD~2", "HEAD"}, {"keep-me", "HEAD"}, {"HEAD", "keep-me"}, {"HEAD~3", "HEAD~1"}} {
+		name := "diff " + q[0] + " " + q[1]
+		cliOut := generic(t, w.cli("--agent", a, "diff", "--json", "-p", q[0], q[1]))
+		agree(t, name, cliOut, w.tool("diff", map[string]any{"agent": a, "from": q[0], "to": q[1], "lines": true})["changes"],
+			w.apiAny("/api/diff", url.Values{"agent": {a}, "from": {q[0]}, "to": {q[1]}}))
+		plain := generic(t, w.cli("--agent", a, "diff", "--json", q[0], q[1]))
+		if mcpOut := w.tool("diff", map[string]any{"agent": a, "from": q[0], "to": q[1]})["changes"]; !reflect.DeepEqual(plain, mcpOut) {
+			t.Errorf("%s without lines: CLI %v\nMCP %v", name, plain, mcpOut)
+		}
+	}
+	big := generic(t, w.cli("--agent", a, "diff", "--json", "-p", "HEAD~1", "HEAD")).([]any)
+	if len(big) != 1 || big[0].(map[string]any)["large"] != true || big[0].(map[string]any)["path"] != "big.txt" {
+		t.Fatalf("diff of the big value's versions: %v", big)
+	}
+}
+
+// The windows agree on listings at several revisions and prefixes, and on
+// values: the read model's fields for field, the content as each window
+// carries it (the CLI's --json: base64 "content", always; MCP: "text" or
+// "base64" up to its inline limit, else "omitted"; the page: "text" up to
+// its preview limit, else "omitted").
+func TestWindowsAgreeOnLsAndGet(t *testing.T) {
+	w := newWindows(t)
+	sawBig := false
+	for _, agent := range fixtureAgents {
+		h, err := inspect.New(w.r).Log(context.Background(), agent, inspect.LogOptions{Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range h.Commits {
+			rev := c.CID.String()
+			for _, prefix := range []string{"", "big", "none/"} {
+				name := fmt.Sprintf("%s ls --at %s %q", agent, rev, prefix)
+				args := []string{"--agent", agent, "ls", "--json", "--at", rev}
+				if prefix != "" {
+					args = append(args, prefix)
+				}
+				cliOut := generic(t, w.cli(args...))
+				agree(t, name, cliOut, w.tool("list", map[string]any{"agent": agent, "rev": rev, "prefix": prefix})["entries"],
+					w.api("/api/keys", url.Values{"agent": {agent}, "rev": {rev}, "prefix": {prefix}})["entries"])
+			}
+			es, _ := generic(t, w.cli("--agent", agent, "ls", "--json", "--at", rev)).([]any)
+			for _, en := range es {
+				key := en.(map[string]any)["key"].(string)
+				name := fmt.Sprintf("%s get --at %s %s", agent, rev, key)
+				cliOut := generic(t, w.cli("--agent", agent, "get", "--json", "--at", rev, key)).(map[string]any)
+				mcpOut := w.tool("get", map[string]any{"agent": agent, "rev": rev, "key": key})
+				pageOut := w.api("/api/value", url.Values{"agent": {agent}, "rev": {rev}, "key": {key}})
+				for _, f := range []string{"key", "commit", "cid", "size"} {
+					if cliOut[f] == nil || !reflect.DeepEqual(cliOut[f], mcpOut[f]) || !reflect.DeepEqual(cliOut[f], pageOut[f]) {
+						t.Errorf("%s: %s: CLI %v, MCP %v, page %v", name, f, cliOut[f], mcpOut[f], pageOut[f])
+					}
+				}
+				content, err := base64.StdEncoding.DecodeString(fmt.Sprint(cliOut["content"]))
+				if err != nil || float64(len(content)) != cliOut["size"] {
+					t.Fatalf("%s: content %d bytes of %v: %v", name, len(content), cliOut["size"], err)
+				}
+				if text, ok := mcpOut["text"].(string); ok && text != string(content) {
+					t.Errorf("%s: MCP's text differs from the CLI's content", name)
+				} else if !ok && mcpOut["omitted"] == nil {
+					t.Errorf("%s: MCP gives neither text nor omitted: %v", name, mcpOut)
+				}
+				if text, ok := pageOut["text"].(string); ok && text != string(content) {
+					t.Errorf("%s: the page's text differs from the CLI's content", name)
+				} else if !ok && pageOut["omitted"] == nil {
+					t.Errorf("%s: the page gives neither text nor omitted: %v", name, pageOut)
+				}
+				if len(content) > inspect.MaxPatchValue {
+					sawBig = true
+					if mcpOut["omitted"] == nil || pageOut["omitted"] == nil {
+						t.Errorf("%s: a big value is inlined: MCP %v, page %v", name, mcpOut["omitted"], pageOut["omitted"])
+					}
+				}
+			}
+		}
+	}
+	if !sawBig {
+		t.Fatal("the fixture has no big value")
 	}
 }
