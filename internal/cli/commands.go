@@ -28,6 +28,7 @@ func init() {
 		{"log", newLogCommand},
 		{"show", newShowCommand},
 		{"diff", newDiffCommand},
+		{"blame", newBlameCommand},
 		{"checkout", newCheckoutCommand},
 		{"reset", newResetCommand},
 		{"undo", newUndoCommand},

@@ -69,6 +69,9 @@ func TestCutHistory(t *testing.T) {
 	mustOK(t, cs, "list", map[string]any{"rev": "HEAD~1"})
 	mustOK(t, cs, "read_subtree", map[string]any{"rev": "keep-me"})
 	mustOK(t, cs, "oplog", nil)
+	if l := mustOK(t, cs, "blame", map[string]any{"key": "memory.md", "rev": "keep-me"})["lines"].([]any)[0].(map[string]any); l["boundary"] != true || l["commit"] != s[1].String() {
+		t.Fatalf("blame keep-me: %v", l)
+	}
 	for _, r := range mustOK(t, cs, "receipts", map[string]any{"verify": true})["receipts"].([]any) {
 		if r.(map[string]any)["verified"] != true {
 			t.Fatalf("receipt not verified: %v", r)
@@ -84,6 +87,7 @@ func TestCutHistory(t *testing.T) {
 		"get":          {"rev": s[3].String(), "key": "memory.md"},
 		"list":         {"rev": "HEAD~2"},
 		"read_subtree": {"rev": "HEAD~4"},
+		"blame":        {"rev": "HEAD~2", "key": "memory.md"},
 	} {
 		res, _ := call(t, cs, name, args)
 		if !res.IsError || !strings.Contains(text(res), "forget cut") {
@@ -92,7 +96,7 @@ func TestCutHistory(t *testing.T) {
 	}
 	for name, args := range map[string]map[string]any{
 		"log": {}, "show": {}, "diff": {"from": "HEAD"}, "get": {"key": "memory.md"}, "list": {}, "read_subtree": {},
-		"oplog": {}, "receipts": {}, "delete": {"key": "memory.md"}, "undo": {}, "fork": {"to": "x"},
+		"blame": {"key": "memory.md"}, "oplog": {}, "receipts": {}, "delete": {"key": "memory.md"}, "undo": {}, "fork": {"to": "x"},
 	} {
 		args["agent"] = inspecttest.Empty
 		res, _ := call(t, cs, name, args)

@@ -61,6 +61,7 @@ func NewServer(v *inspect.View, o Options) *sdk.Server {
 	sdk.AddTool(s, &sdk.Tool{Name: "show", Description: "One commit: message, metadata, parents, bundle hash, and what it changed against its first parent (with line diffs when lines is true)."}, h.show)
 	sdk.AddTool(s, &sdk.Tool{Name: "diff", Description: "What changed between two revisions of an agent, per key; line diffs of text values when lines is true, sizes for binary ones."}, h.diff)
 	sdk.AddTool(s, &sdk.Tool{Name: "get", Description: "A key's value at a revision (default HEAD): text inline, binary as base64; values over 256 KiB give their size only."}, h.get)
+	sdk.AddTool(s, &sdk.Tool{Name: "blame", Description: "Each line of a text value at a revision (default HEAD) with the commit, task and time that last changed it (git blame's walk; boundary marks a line at a forget cut, which may be older). Values over 1 MiB or not text are refused."}, h.blame)
 	sdk.AddTool(s, &sdk.Tool{Name: "list", Description: "The keys under a prefix at a revision, with their sizes."}, h.list)
 	sdk.AddTool(s, &sdk.Tool{Name: "read_subtree", Description: "Every key under a prefix at a revision with its value, without a checkout (values over 256 KiB, and any past 4 MiB in all, give their size only)."}, h.readSubtree)
 	sdk.AddTool(s, &sdk.Tool{Name: "oplog", Description: "An agent's operation log, newest first: every HEAD move (commit, merge, undo, redo, reset, fork, restore, pull), undone ones marked."}, h.oplog)

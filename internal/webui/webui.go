@@ -48,6 +48,10 @@ func Handler(v *inspect.View, o Options) http.Handler {
 	}))
 	mux.HandleFunc("GET /api/value", h.json(h.value))
 	mux.HandleFunc("GET /api/raw", h.raw)
+	mux.HandleFunc("GET /api/blame", h.json(func(r *http.Request) (any, error) {
+		q := r.URL.Query()
+		return v.Blame(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("key"))
+	}))
 	mux.HandleFunc("GET /api/keys", h.json(func(r *http.Request) (any, error) {
 		q := r.URL.Query()
 		es, more, err := v.List(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("prefix"), 10000)

@@ -236,6 +236,20 @@ func TestPageInChromium(t *testing.T) {
 	if value != "one\nTWO\nthree\n" && strings.TrimSpace(value) != "one\nTWO\nthree" {
 		t.Fatalf("value %q", value)
 	}
+	// From the value to its blame: each line's task, through the page's API.
+	var blameTasks, blameText string
+	must("blame", chromedp.Click(`#blame-link`), chromedp.WaitVisible(`#blame tr.line`),
+		chromedp.Evaluate(`[...document.querySelectorAll('#blame td.task')].map(td => td.textContent).join(",")`, &blameTasks),
+		chromedp.Evaluate(`[...document.querySelectorAll('#blame td.text')].map(td => td.textContent).join(",")`, &blameText), shot("blame"))
+	if blameTasks != "base,fast,base" || blameText != "one,TWO,three" {
+		t.Fatalf("blame: tasks %q, lines %q", blameTasks, blameText)
+	}
+	must("blame of html", chromedp.Navigate(base+"/#/a/lumen/b/HEAD/skills%2Fx.md"), chromedp.WaitVisible(`#blame tr.line`),
+		chromedp.Sleep(300*time.Millisecond), chromedp.Title(&title), chromedp.Text(`#blame td.text`, &blameText),
+		chromedp.Evaluate(`document.querySelectorAll('main img, main script').length`, &injected), shot("blame-html-as-text"))
+	if title != "agentstate" || injected != 0 || blameText != "<script>document.title='pwned'</script>" {
+		t.Fatalf("blame of HTML: title %q, %d injected elements, text %q", title, injected, blameText)
+	}
 	// HTML in a message and a value is text; nothing of it runs.
 	must("html message", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history a.msg')].find(a => a.textContent.startsWith('<img')).click()`, nil),

@@ -191,8 +191,23 @@ async function viewValue(agent, rev, key) {
   let body;
   if (v.text != null) body = el("pre", { id: "value", text: v.text });
   else body = el("p", { id: "value-binary", text: (v.omitted || "binary value") + ", " + v.size + " bytes " }, el("a", { href: "/api/raw?" + q, text: "download" }));
+  const blame = v.text != null ? [" · ", el("a", { id: "blame-link", href: "#/a/" + encodeURIComponent(agent) + "/b/" + encodeURIComponent(v.commit) + "/" + encodeURIComponent(key), text: "blame" })] : [];
   main.replaceChildren(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / ", el("span", { class: "key", text: key })),
-    el("p", { class: "meta" }, "at ", cidLink(agent, v.commit), " · value ", el("span", { class: "mono", text: short(v.cid) }), " · " + v.size + " bytes"), body);
+    el("p", { class: "meta" }, "at ", cidLink(agent, v.commit), " · value ", el("span", { class: "mono", text: short(v.cid) }), " · " + v.size + " bytes", ...blame), body);
+}
+
+// viewBlame shows each line of a text value with the commit and task that
+// last changed it; a line at a forget cut is marked "^" (it may be older).
+async function viewBlame(agent, rev, key) {
+  const b = await api("blame?agent=" + encodeURIComponent(agent) + "&rev=" + encodeURIComponent(rev) + "&key=" + encodeURIComponent(key));
+  const rows = b.lines.map(l => el("tr", { class: l.boundary ? "line boundary" : "line", "data-commit": l.commit },
+    el("td", {}, l.boundary ? el("span", { class: "boundary-mark", title: "history cut by forget here: the line may be older", text: "^" }) : null, cidLink(agent, l.commit)),
+    el("td", { class: "meta task", text: l.task }), el("td", { class: "meta", text: when(l.time) }),
+    el("td", { class: "meta lineno", text: String(l.line) }), el("td", { class: "text" }, el("code", { text: l.text }))));
+  main.replaceChildren(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / ",
+    el("a", { class: "key", href: "#/a/" + encodeURIComponent(agent) + "/v/" + encodeURIComponent(b.commit) + "/" + encodeURIComponent(key), text: key }), " / blame"),
+    el("p", { class: "meta" }, "at ", cidLink(agent, b.commit), " · value ", el("span", { class: "mono", text: short(b.cid) }), " · " + b.lines.length + " lines"),
+    el("table", { id: "blame" }, ...rows));
 }
 
 async function route() {
@@ -201,6 +216,7 @@ async function route() {
     if (parts[0] === "a" && parts[1]) {
       if (parts[2] === "c" && parts[3]) return await viewCommit(parts[1], parts[3]);
       if (parts[2] === "v" && parts[3] && parts.length > 4) return await viewValue(parts[1], parts[3], parts.slice(4).join("/"));
+      if (parts[2] === "b" && parts[3] && parts.length > 4) return await viewBlame(parts[1], parts[3], parts.slice(4).join("/"));
       return await viewAgent(parts[1]);
     }
     return await viewAgents();

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentstate/agentstate/dag/inspect"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/urfave/cli/v2"
+)
+
+func newBlameCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "blame", Usage: "show the commit and task that last changed each line of a text value", ArgsUsage: "[REV:]KEY",
+		Flags: []cli.Flag{jsonFlag()}, Action: e.runBlame}
+}
+
+// runBlame renders the read model's blame (inspect.View.Blame): --json is
+// its lines, []inspect.BlameLine. A line at a forget cut (its commit is
+// where the history was cut; it may be older) is marked "^", as git marks a
+// boundary commit's.
+func (e *env) runBlame(c *cli.Context) error {
+	if err := nargs(c, 1, 1); err != nil {
+		return err
+	}
+	rev, key, hasRev := strings.Cut(c.Args().First(), ":")
+	if !hasRev {
+		rev, key = "HEAD", rev
+	}
+	if err := objects.ValidateKey(key); err != nil {
+		return err
+	}
+	return e.withRepoRead(func(r *repo.Repo) error {
+		b, err := inspect.New(r).Blame(e.ctx, e.agent, rev, key)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return e.writeJSON(b.Lines)
+		}
+		tw, nw := 1, len(fmt.Sprint(len(b.Lines)))
+		for _, l := range b.Lines {
+			tw = max(tw, len(termsafe.Line(l.Task)))
+		}
+		for _, l := range b.Lines {
+			mark, task := " ", termsafe.Line(l.Task)
+			if l.Boundary {
+				mark = "^"
+			}
+			if task == "" {
+				task = "-"
+			}
+			fmt.Fprintf(e.stdout, "%s%s (%-*s %s %*d) %s\n", mark, l.Commit.Short(), tw, task, fmtTime(l.Time), nw, l.Line, l.Text)
+		}
+		return nil
+	})
+}
