@@ -40,7 +40,7 @@ race: test-deps
 # BENCHFLAGS=-quick for a one-minute run; see docs/performance.md.
 bench: build
 	$(GO) run ./internal/cmd/bench -bin $(BIN) $(BENCHFLAGS)
-	$(GO) test -run '^$$' -bench . -benchmem ./objects/... ./export/... ./walrus/...
+	$(GO) test -run '^$$' -bench . -benchmem ./objects/... ./export/... ./walrus/... ./dag/inspect/...
 
 # Run every fuzz target for FUZZTIME each.
 fuzz:
