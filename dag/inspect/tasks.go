@@ -285,8 +285,14 @@ func (v *View) taskOf(ctx context.Context, l repo.TaskLanding) (Task, []objects.
 		return Task{}, nil, classify(err)
 	}
 	if l.Receipt == nil {
+		// As a receipt's: from the HEAD the landing moved from (a merge's
+		// first parent), to the commit it landed.
 		t.Time = landed.Time
-		before, err := v.bundleOf(ctx, l.Start)
+		from := l.Start
+		if t.Merge && len(landed.Parents) > 0 {
+			from = landed.Parents[0]
+		}
+		before, err := v.bundleOf(ctx, from)
 		if err != nil {
 			return Task{}, nil, err
 		}

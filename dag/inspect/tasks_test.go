@@ -187,7 +187,7 @@ func TestTasks(t *testing.T) {
 	for i, tk := range c.Tasks {
 		o := lg.Tasks[i]
 		if tk.Receipt != inspect.ReceiptNone || tk.ID != o.ID || tk.Attempt != o.Attempt || tk.Commit != o.Commit || tk.Commits != o.Commits ||
-			strings.Join(tk.Keys, ",") != strings.Join(o.Keys, ",") || tk.BundleAfter != o.BundleAfter || tk.Start != o.Start || tk.Model != o.Model {
+			strings.Join(tk.Keys, ",") != strings.Join(o.Keys, ",") || tk.BundleAfter != o.BundleAfter || tk.BundleBefore != o.BundleBefore || tk.Start != o.Start || tk.Model != o.Model {
 			t.Errorf("copy task %d: %+v\nlumen's: %+v", i, tk, o)
 		}
 	}

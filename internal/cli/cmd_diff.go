@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
@@ -12,7 +13,7 @@ import (
 )
 
 func newDiffCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD)", ArgsUsage: "REV [REV2]",
+	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD); task:ID alone: the task's whole change", ArgsUsage: "REV [REV2]",
 		Flags:  []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary"}, patchFlag(), jsonFlag()},
 		Action: e.diffAction}
 }
@@ -45,7 +46,16 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 		to = args[1]
 	}
 	e := o.out(ctx, out)
-	changes, err := o.View.Diff(ctx, o.Agent, args[0], to, o.Patch)
+	// A lone task revision is the task's whole change, from the commit it
+	// started from.
+	var changes []inspect.Change
+	isTask, err := false, error(nil)
+	if len(args) == 1 {
+		changes, isTask, err = taskChange(ctx, o.readOpts, args[0], o.Patch)
+	}
+	if !isTask {
+		changes, err = o.View.Diff(ctx, o.Agent, args[0], to, o.Patch)
+	}
 	if err != nil {
 		return err
 	}

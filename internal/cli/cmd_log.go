@@ -15,6 +15,8 @@ func newLogCommand(e *env) *cli.Command {
 		Flags: []cli.Flag{&cli.IntFlag{Name: "n", Value: -1, Usage: "show at most N commits"},
 			&cli.StringFlag{Name: "path", Usage: "only commits that changed KEY"},
 			&cli.BoolFlag{Name: "oneline", Usage: "one line per commit"},
+			&cli.BoolFlag{Name: "tasks", Usage: "one entry per landed task (its commits folded), not per commit"},
+			&cli.BoolFlag{Name: "verify", Usage: "with --tasks: verify each task's receipt"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing commits as HEAD moves (a served store; Ctrl-C stops)"}, jsonFlag()},
 		Action: e.runLog}
 }
@@ -34,6 +36,18 @@ func (e *env) runLog(c *cli.Context) error {
 	follow, asJSON, oneline := c.Bool("follow"), c.Bool("json"), c.Bool("oneline")
 	if follow && (asJSON || c.NArg() > 0) {
 		return usagef("log --follow follows HEAD, printing as it goes: no REV, no --json")
+	}
+	if c.Bool("verify") && !c.Bool("tasks") {
+		return usagef("log --verify verifies the receipts of log --tasks: give --tasks")
+	}
+	if c.Bool("tasks") {
+		if follow || path != "" {
+			return usagef("log --tasks lists landed tasks: no --follow, no --path")
+		}
+		return e.withRepoRead(func(r *repo.Repo) error {
+			return runLogTasks(e.ctx, logTasksOptions{readOpts: e.readOpts(r), Rev: rev, Limit: limit,
+				Oneline: oneline, JSON: asJSON, Verify: c.Bool("verify")}, e.stdout)
+		})
 	}
 	return e.withRepoRead(func(r *repo.Repo) error {
 		// The read model walks the log; this renders it. -n 0 prints
@@ -128,6 +142,10 @@ func (e *env) printLogEntry(c inspect.Commit, oneline bool, n int, head objects.
 		// much of a served log --oneline).
 		line := make([]byte, 0, 96)
 		line = append(line, e.paint("33", c.CID.Short())...)
+		if task, ok := c.Metadata["task"]; ok {
+			// A task's commit names the task, as a task revision does.
+			line = append(append(append(line, " ["...), taskName(task, c.Metadata["attempt"])...), ']')
+		}
 		line = append(append(line, ' '), firstLine(c.Message)...)
 		e.stdout.Write(append(line, '\n'))
 		return

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
@@ -33,12 +34,18 @@ func (e *env) showAction(c *cli.Context) error {
 }
 
 // runShow renders the read model's commit (inspect.View.Show; --json is
-// its inspect.Shown) for args[0], REV; for REV:KEY it streams the value.
+// its inspect.Shown) for args[0], REV; for REV:KEY it streams the value;
+// for a task revision it shows the task (runShowTask).
 func runShow(ctx context.Context, o showOptions, args []string, out io.Writer) error {
 	if len(args) != 1 {
 		return usagef("show: takes 1 argument, REV[:KEY]")
 	}
-	e := o.out(ctx, out)
+	if dag.IsTaskRev(args[0]) {
+		if done, err := runShowTask(ctx, o, args[0], out); done {
+			return err
+		}
+		return showCommit(ctx, o, args[0], out)
+	}
 	rev, key, hasKey := strings.Cut(args[0], ":")
 	if hasKey {
 		_, rd, err := o.View.Open(ctx, o.Agent, rev, key)
@@ -48,6 +55,12 @@ func runShow(ctx context.Context, o showOptions, args []string, out io.Writer) e
 		_, err = objects.CopyValue(out, rd)
 		return err
 	}
+	return showCommit(ctx, o, rev, out)
+}
+
+// showCommit renders the read model's commit rev.
+func showCommit(ctx context.Context, o showOptions, rev string, out io.Writer) error {
+	e := o.out(ctx, out)
 	s, err := o.View.Show(ctx, o.Agent, rev, o.Patch)
 	if err != nil {
 		return err

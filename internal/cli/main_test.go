@@ -17,6 +17,7 @@ func TestMain(m *testing.M) {
 		"agentstate":         func() { os.Exit(frontMain()) },
 		engineName:           func() { os.Exit(Main(context.Background(), os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"agentstate-runtime": func() { os.Exit(runtimeFixture(os.Args[1:])) },
+		"agentstate-tasks":   func() { os.Exit(tasksFixture(os.Args[1:])) },
 	})
 }
 
