@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -18,73 +20,102 @@ func newLogCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "tasks", Usage: "one entry per landed task (its commits folded), not per commit"},
 			&cli.BoolFlag{Name: "verify", Usage: "with --tasks: verify each task's receipt"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing commits as HEAD moves (a served store; Ctrl-C stops)"}, jsonFlag()},
-		Action: e.runLog}
+		Action: e.logAction}
 }
 
-func (e *env) runLog(c *cli.Context) error {
+type logOptions struct {
+	readOpts
+	N                     int    // at most N commits; < 0 is all
+	Path                  string // only commits that changed this key
+	Oneline, Follow, JSON bool
+	// Served says that other processes can move HEAD (log --follow notes
+	// when none can); Stderr takes that note.
+	Served bool
+	Stderr io.Writer
+}
+
+func (e *env) logAction(c *cli.Context) error {
 	if err := nargs(c, 0, 1); err != nil {
 		return err
 	}
-	rev := revArg(c, 0)
-	path := c.String("path")
-	if path != "" {
-		if err := objects.ValidateKey(path); err != nil {
+	o := logOptions{N: c.Int("n"), Path: c.String("path"), Oneline: c.Bool("oneline"), Follow: c.Bool("follow"), JSON: c.Bool("json"), Stderr: e.stderr}
+	if o.Path != "" {
+		if err := objects.ValidateKey(o.Path); err != nil {
 			return usagef("--path: %v", err)
 		}
 	}
-	limit := c.Int("n")
-	follow, asJSON, oneline := c.Bool("follow"), c.Bool("json"), c.Bool("oneline")
-	if follow && (asJSON || c.NArg() > 0) {
+	if o.Follow && (o.JSON || c.NArg() > 0) {
 		return usagef("log --follow follows HEAD, printing as it goes: no REV, no --json")
 	}
 	if c.Bool("verify") && !c.Bool("tasks") {
 		return usagef("log --verify verifies the receipts of log --tasks: give --tasks")
 	}
 	if c.Bool("tasks") {
-		if follow || path != "" {
+		if o.Follow || o.Path != "" {
 			return usagef("log --tasks lists landed tasks: no --follow, no --path")
 		}
 		return e.withRepoRead(func(r *repo.Repo) error {
-			return runLogTasks(e.ctx, logTasksOptions{readOpts: e.readOpts(r), Rev: rev, Limit: limit,
-				Oneline: oneline, JSON: asJSON, Verify: c.Bool("verify")}, e.stdout)
+			return runLogTasks(e.ctx, logTasksOptions{readOpts: e.readOpts(r), Rev: revArg(c, 0), Limit: o.N,
+				Oneline: o.Oneline, JSON: o.JSON, Verify: c.Bool("verify")}, e.stdout)
 		})
 	}
 	return e.withRepoRead(func(r *repo.Repo) error {
-		// The read model walks the log; this renders it. -n 0 prints
-		// nothing, but the revision is still resolved (a bad one fails).
-		o := inspect.LogOptions{Rev: rev, Path: path, Limit: max(limit, 0)}
-		if limit == 0 {
-			o.Limit = 1
-		}
-		h, err := inspect.New(r).Log(e.ctx, e.agent, o)
-		if err != nil {
-			return err
-		}
-		if limit == 0 {
-			h.Commits = h.Commits[:0]
-		}
-		if asJSON {
-			return e.writeJSON(h.Commits)
-		}
-		for i, c := range h.Commits {
-			e.printLogEntry(c, oneline, i+1, h.Head)
-			if len(c.Cut) > 0 {
-				e.printCut(h.Forgotten, oneline)
-			}
-		}
-		if follow {
-			return e.followLog(r, h.Head, path, oneline, len(h.Commits))
-		}
-		return nil
+		o.readOpts, o.Served = e.readOpts(r), e.isServed(r)
+		return runLog(e.ctx, o, c.Args().Slice(), e.stdout)
 	})
+}
+
+// runLog renders the read model's log (inspect.View.Log; --json is its
+// []inspect.Commit) from args[0] (default HEAD), then, with o.Follow, the
+// commits each move of HEAD adds (inspect.View.Moved).
+func runLog(ctx context.Context, o logOptions, args []string, out io.Writer) error {
+	if len(args) > 1 {
+		return usagef("log: takes at most 1 argument, REV")
+	}
+	rev := "HEAD"
+	if len(args) == 1 && args[0] != "" {
+		rev = args[0]
+	}
+	e := o.out(ctx, out)
+	e.stderr = o.Stderr
+	if e.stderr == nil {
+		e.stderr = io.Discard
+	}
+	// The read model walks the log; this renders it. -n 0 prints
+	// nothing, but the revision is still resolved (a bad one fails).
+	lo := inspect.LogOptions{Rev: rev, Path: o.Path, Limit: max(o.N, 0)}
+	if o.N == 0 {
+		lo.Limit = 1
+	}
+	h, err := o.View.Log(ctx, o.Agent, lo)
+	if err != nil {
+		return err
+	}
+	if o.N == 0 {
+		h.Commits = h.Commits[:0]
+	}
+	if o.JSON {
+		return e.writeJSON(h.Commits)
+	}
+	for i, c := range h.Commits {
+		e.printLogEntry(c, o.Oneline, i+1, h.Head)
+		if len(c.Cut) > 0 {
+			e.printCut(h.Forgotten, o.Oneline)
+		}
+	}
+	if o.Follow {
+		return e.followLog(o.View, o.Served, h.Head, o.Path, o.Oneline, len(h.Commits))
+	}
+	return nil
 }
 
 // followLog prints, each time the agent's HEAD moves, the commits the move
 // added (newest first, as log prints), or says where HEAD went when it moved
 // elsewhere (undo, reset, restore). It returns when the command is
 // interrupted or the server goes away.
-func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline bool, printed int) error {
-	if r.Dir != "" && !e.isServed(r) {
+func (e *env) followLog(v *inspect.View, served bool, last objects.CID, path string, oneline bool, printed int) error {
+	r := v.R
+	if r.Dir != "" && !served {
 		fmt.Fprintf(e.stderr, "agentstate: note: nothing serves this store, so nothing else can move HEAD while this command holds it; following anyway\n")
 	}
 	for h, err := range r.WatchHead(e.ctx, e.agent) {
@@ -94,7 +125,7 @@ func (e *env) followLog(r *repo.Repo, last objects.CID, path string, oneline boo
 		if h.Commit.IsZero() || h.Commit == last {
 			continue
 		}
-		m, err := inspect.New(r).Moved(e.ctx, e.agent, last, h.Commit, path)
+		m, err := v.Moved(e.ctx, e.agent, last, h.Commit, path)
 		if err != nil {
 			return err
 		}
