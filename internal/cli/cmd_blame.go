@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
@@ -24,10 +25,7 @@ func (e *env) runBlame(c *cli.Context) error {
 	if err := nargs(c, 1, 1); err != nil {
 		return err
 	}
-	rev, key, hasRev := strings.Cut(c.Args().First(), ":")
-	if !hasRev {
-		rev, key = "HEAD", rev
-	}
+	rev, key := splitRevKey(c.Args().First())
 	if err := objects.ValidateKey(key); err != nil {
 		return err
 	}
@@ -55,4 +53,20 @@ func (e *env) runBlame(c *cli.Context) error {
 		}
 		return nil
 	})
+}
+
+// splitRevKey splits [REV:]KEY at its first ':' (HEAD when there is none),
+// or, for a task revision (task:ID, which may hold ':'), at its last.
+func splitRevKey(arg string) (rev, key string) {
+	if dag.IsTaskRev(arg) {
+		if i := strings.LastIndexByte(arg, ':'); i > strings.Index(arg, dag.TaskPrefix)+len(dag.TaskPrefix)-1 {
+			return arg[:i], arg[i+1:]
+		}
+		return arg, ""
+	}
+	rev, key, ok := strings.Cut(arg, ":")
+	if !ok {
+		return "HEAD", arg
+	}
+	return rev, key
 }

@@ -33,6 +33,7 @@ func init() {
 		{"reset", newResetCommand},
 		{"undo", newUndoCommand},
 		{"redo", newRedoCommand},
+		{"revert", newRevertCommand},
 		{"oplog", newOplogCommand},
 		{"fork", newForkCommand},
 		{"agents", newAgentsCommand},

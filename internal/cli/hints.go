@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
 )
@@ -29,6 +30,8 @@ func hint(err error) string {
 		return "--ff-only refuses a merge"
 	case errors.Is(err, repo.ErrDamaged):
 		return "run 'agentstate verify'"
+	case errors.Is(err, inspect.ErrRevertConflict):
+		return "revert only the other keys with 'agentstate revert REV -- KEY...', or see 'agentstate revert --dry-run REV'"
 	case errors.As(err, &unbound):
 		return "'restore --blob " + string(unbound.Blob) + "' restores exactly that blob"
 	}
