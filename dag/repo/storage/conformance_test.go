@@ -2,8 +2,10 @@ package storage_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -97,6 +99,17 @@ func TestConformance(t *testing.T) {
 				storagetest.Tape(t, func(t *testing.T) tape.Store { s, _ := im.open(t); return s })
 			})
 			if im.checked {
+				// The suites run over the records a repository writes,
+				// which the server admits; opaque ones it refuses.
+				t.Run("Refs", func(t *testing.T) {
+					storagetest.RefStoreWith(t, func(t *testing.T) (refs.Store, storagetest.Mover) {
+						s, _ := im.open(t)
+						return s, storagetest.Repository(s)
+					})
+				})
+				t.Run("Meta", func(t *testing.T) {
+					storagetest.MetaWith(t, func(t *testing.T) storagetest.MetaStore { s, _ := im.open(t); return s }, clientRecords)
+				})
 				t.Run("RefusesOpaque", func(t *testing.T) {
 					s, _ := im.open(t)
 					refusesOpaque(t, s)
@@ -111,6 +124,24 @@ func TestConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// clientRecords are the Meta suite's records as a served store's client
+// may write them: snapshot records (snapshots/AGENT/..., a JSON object;
+// repo.CheckClientMeta), the suite's names mapped to agents ("p/a" is
+// agent p's record a, "q" agent q's record r). A client deletes no record.
+var clientRecords = storagetest.Records{
+	Name: func(n string) string {
+		if !strings.Contains(n, "/") {
+			n += "/r"
+		}
+		return "snapshots/" + n
+	},
+	Value: func(v string) []byte {
+		b, _ := json.Marshal(map[string]string{"v": v})
+		return b
+	},
+	NoDelete: true,
 }
 
 // refusesOpaque: a checked store refuses the RefStore and Meta suites'
