@@ -1,11 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/agentstate/agentstate/dag"
-	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
@@ -14,45 +15,61 @@ import (
 
 func newBlameCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "blame", Usage: "show the commit and task that last changed each line of a text value", ArgsUsage: "[REV:]KEY",
-		Flags: []cli.Flag{jsonFlag()}, Action: e.runBlame}
+		Flags: []cli.Flag{jsonFlag()}, Action: e.blameAction}
 }
 
-// runBlame renders the read model's blame (inspect.View.Blame): --json is
-// its lines, []inspect.BlameLine. A line at a forget cut (its commit is
-// where the history was cut; it may be older) is marked "^", as git marks a
-// boundary commit's.
-func (e *env) runBlame(c *cli.Context) error {
+type blameOptions struct {
+	readOpts
+	JSON bool
+}
+
+func (e *env) blameAction(c *cli.Context) error {
 	if err := nargs(c, 1, 1); err != nil {
 		return err
 	}
-	rev, key := splitRevKey(c.Args().First())
+	o := blameOptions{JSON: c.Bool("json")}
+	return e.withRepoRead(func(r *repo.Repo) error {
+		o.readOpts = e.readOpts(r)
+		return runBlame(e.ctx, o, c.Args().Slice(), e.stdout)
+	})
+}
+
+// runBlame renders the read model's blame (inspect.View.Blame) of its one
+// argument, [REV:]KEY: --json is its lines, []inspect.BlameLine. A line at
+// a forget cut (its commit is where the history was cut; it may be older)
+// is marked "^", as git marks a boundary commit's.
+func runBlame(ctx context.Context, o blameOptions, args []string, out io.Writer) error {
+	if len(args) != 1 {
+		return usagef("blame: takes 1 argument, [REV:]KEY, got %d", len(args))
+	}
+	rev, key := splitRevKey(args[0])
 	if err := objects.ValidateKey(key); err != nil {
 		return err
 	}
-	return e.withRepoRead(func(r *repo.Repo) error {
-		b, err := inspect.New(r).Blame(e.ctx, e.agent, rev, key)
-		if err != nil {
+	b, err := o.View.Blame(ctx, o.Agent, rev, key)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return o.out(ctx, out).writeJSON(b.Lines)
+	}
+	tw, nw := 1, len(fmt.Sprint(len(b.Lines)))
+	for _, l := range b.Lines {
+		tw = max(tw, len(termsafe.Line(l.Task)))
+	}
+	for _, l := range b.Lines {
+		mark, task := " ", termsafe.Line(l.Task)
+		if l.Boundary {
+			mark = "^"
+		}
+		if task == "" {
+			task = "-"
+		}
+		if _, err := fmt.Fprintf(out, "%s%s (%-*s %s %*d) %s\n", mark, l.Commit.Short(), tw, task, fmtTime(l.Time), nw, l.Line, l.Text); err != nil {
 			return err
 		}
-		if c.Bool("json") {
-			return e.writeJSON(b.Lines)
-		}
-		tw, nw := 1, len(fmt.Sprint(len(b.Lines)))
-		for _, l := range b.Lines {
-			tw = max(tw, len(termsafe.Line(l.Task)))
-		}
-		for _, l := range b.Lines {
-			mark, task := " ", termsafe.Line(l.Task)
-			if l.Boundary {
-				mark = "^"
-			}
-			if task == "" {
-				task = "-"
-			}
-			fmt.Fprintf(e.stdout, "%s%s (%-*s %s %*d) %s\n", mark, l.Commit.Short(), tw, task, fmtTime(l.Time), nw, l.Line, l.Text)
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // splitRevKey splits [REV:]KEY at its first ':' (HEAD when there is none),

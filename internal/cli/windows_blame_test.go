@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"net/url"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/inspect/inspecttest"
 )
 
@@ -48,6 +51,35 @@ func TestWindowsAgreeOnBlame(t *testing.T) {
 		}
 		if (c.rev == "keep-me" || c.agent == inspecttest.Late) != (boundary > 0) {
 			t.Errorf("%+v: %d boundary lines", c, boundary)
+		}
+	}
+}
+
+// runBlame is a function of its options, as the other read commands are:
+// called directly, it renders the read model's blame, marks the boundary,
+// and refuses what blame cannot read.
+func TestRunBlame(t *testing.T) {
+	ctx := context.Background()
+	c := inspecttest.NewCut(t)
+	ro := readOpts{View: inspect.New(c.R), Agent: inspecttest.A}
+	var out bytes.Buffer
+	if err := runBlame(ctx, blameOptions{readOpts: ro}, []string{"keep-me:memory.md"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "^" + c.Steps[1].Short() + " (step-2 2023-11-15 00:13:20 +0000 1) step 2\n"; out.String() != want {
+		t.Fatalf("blame keep-me:memory.md:\n%q\nwant\n%q", out.String(), want)
+	}
+	out.Reset()
+	if err := runBlame(ctx, blameOptions{readOpts: ro, JSON: true}, []string{"memory.md"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"task": "step-6"`) || !strings.HasPrefix(out.String(), "[") {
+		t.Fatalf("blame --json: %s", out.String())
+	}
+	for _, args := range [][]string{{}, {"a", "b"}, {"HEAD:../x"}, {"task:nope:memory.md"}, {"nope.md"}} {
+		out.Reset()
+		if err := runBlame(ctx, blameOptions{readOpts: ro}, args, &out); err == nil || out.Len() != 0 {
+			t.Errorf("blame %q: %v, wrote %q", args, err, out.String())
 		}
 	}
 }
