@@ -50,8 +50,9 @@ func (e *env) printChanges(changes []inspect.Change) {
 
 // printPatch prints the read model's line diffs (changes read with patch
 // asked for): a unified diff per changed text value, sizes for the others.
-// Every line is escaped for the terminal (termsafe.Line), the values' text
-// as much as the keys.
+// The lines that name the key (those before the first hunk) are escaped
+// for the terminal (termsafe.Line); the hunks are the values' content,
+// printed as they are (docs/security.md).
 func (e *env) printPatch(changes []inspect.Change) {
 	for _, ch := range changes {
 		path := termsafe.Line(ch.Path)
@@ -60,11 +61,16 @@ func (e *env) printPatch(changes []inspect.Change) {
 			fmt.Fprintf(e.stdout, "Binary or large values differ (%d -> %d bytes)\n", ch.OldSize, ch.NewSize)
 			continue
 		}
+		inHunks := false
 		for _, line := range strings.SplitAfter(ch.Patch, "\n") {
 			if line == "" {
 				continue
 			}
-			line = termsafe.Line(strings.TrimSuffix(line, "\n"))
+			line = strings.TrimSuffix(line, "\n")
+			inHunks = inHunks || strings.HasPrefix(line, "@@")
+			if !inHunks {
+				line = termsafe.Line(line)
+			}
 			switch {
 			case strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++"):
 				line = e.paint("32", line)
