@@ -155,6 +155,9 @@ type TaskDetail struct {
 	Receipt *Receipt `json:"receipt,omitempty"`
 	Commits []Commit `json:"commits"`
 	Changes []Change `json:"changes"`
+	// StartGone says a forget took the commit the task started from (or
+	// its own last commit): its change is not known, and Changes is empty.
+	StartGone bool `json:"startGone,omitempty"`
 }
 
 // Task returns the task a task revision names (task:ID or task:ID@ATTEMPT,
@@ -210,6 +213,9 @@ func (v *View) Task(ctx context.Context, agent, id string, patch bool) (TaskDeta
 	}
 	for _, id := range ids {
 		cm, err := v.R.Commit(ctx, id)
+		if errors.Is(err, dag.ErrUnknown) {
+			break // a forget took it
+		}
 		if err != nil {
 			return TaskDetail{}, classify(err)
 		}
@@ -219,20 +225,35 @@ func (v *View) Task(ctx context.Context, agent, id string, patch bool) (TaskDeta
 		}
 		out.Commits = append(out.Commits, c)
 	}
-	from := objects.EmptyTreeCID
+	from, to, err := v.taskTrees(ctx, l)
+	if errors.Is(err, ErrNotFound) {
+		out.Changes, out.StartGone = []Change{}, true
+		return out, nil
+	}
+	if err != nil {
+		return TaskDetail{}, err
+	}
+	out.Changes, err = v.diffTrees(ctx, from, to, patch)
+	return out, err
+}
+
+// taskTrees returns the trees of the commit a task started from (the
+// empty tree when it started with no state) and of its own last commit;
+// ErrNotFound when a forget took either.
+func (v *View) taskTrees(ctx context.Context, l repo.TaskLanding) (from, to objects.CID, err error) {
+	from = objects.EmptyTreeCID
 	if !l.Start.IsZero() {
 		sc, err := v.R.Commit(ctx, l.Start)
 		if err != nil {
-			return TaskDetail{}, classify(err)
+			return objects.CID{}, objects.CID{}, classify(err)
 		}
 		from = sc.Tree
 	}
 	tc, err := v.R.Commit(ctx, l.TaskCommit)
 	if err != nil {
-		return TaskDetail{}, classify(err)
+		return objects.CID{}, objects.CID{}, classify(err)
 	}
-	out.Changes, err = v.diffTrees(ctx, from, tc.Tree, patch)
-	return out, err
+	return from, tc.Tree, nil
 }
 
 // taskOf builds a landing's entry and returns the task's own commits,
@@ -280,11 +301,11 @@ func (v *View) taskOf(ctx context.Context, l repo.TaskLanding) (Task, []objects.
 	if t.Merge {
 		t.Commits++
 	}
-	landed, err := v.R.Commit(ctx, l.Commit)
-	if err != nil {
-		return Task{}, nil, classify(err)
-	}
 	if l.Receipt == nil {
+		landed, err := v.R.Commit(ctx, l.Commit)
+		if err != nil {
+			return Task{}, nil, classify(err)
+		}
 		// As a receipt's: from the HEAD the landing moved from (a merge's
 		// first parent), to the commit it landed.
 		t.Time = landed.Time
@@ -293,7 +314,9 @@ func (v *View) taskOf(ctx context.Context, l repo.TaskLanding) (Task, []objects.
 			from = landed.Parents[0]
 		}
 		before, err := v.bundleOf(ctx, from)
-		if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			before = "" // a forget took the commit it moved from: not known
+		} else if err != nil {
 			return Task{}, nil, err
 		}
 		after, err := v.R.BundleHash(ctx, landed.Tree)
@@ -304,19 +327,14 @@ func (v *View) taskOf(ctx context.Context, l repo.TaskLanding) (Task, []objects.
 	}
 	if dirs {
 		// A directory task records no keys: its change says which.
-		from := objects.EmptyTreeCID
-		if !l.Start.IsZero() {
-			if sc, err := v.R.Commit(ctx, l.Start); err == nil {
-				from = sc.Tree
-			}
+		// (Not known when a forget took either end.)
+		from, to, err := v.taskTrees(ctx, l)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Task{}, nil, err
 		}
-		tc, err := v.R.Commit(ctx, l.TaskCommit)
-		if err != nil {
-			return Task{}, nil, classify(err)
-		}
-		for ch, err := range objects.DiffTrees(ctx, v.R.Blocks, from, tc.Tree) {
-			if err != nil {
-				return Task{}, nil, classify(err)
+		for ch, err := range objects.DiffTrees(ctx, v.R.Blocks, from, to) {
+			if err != nil || from.IsZero() {
+				break
 			}
 			keys[ch.Path] = true
 		}

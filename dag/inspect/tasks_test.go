@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/inspect"
+	"github.com/agentstate/agentstate/dag/inspect/inspecttest"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/runtime"
@@ -225,5 +226,45 @@ func TestTask(t *testing.T) {
 		if _, err := v.Task(ctx, "lumen", id, false); !errors.Is(err, inspect.ErrNotFound) {
 			t.Errorf("Task(%q): %v", id, err)
 		}
+	}
+}
+
+// On histories a forget cut, the task log lists what is left and a task
+// whose start is gone says so instead of failing: the agent cut, the fork
+// that reaches the cut commits, the fork made on the cut history.
+func TestTasksCut(t *testing.T) {
+	c := inspecttest.NewCut(t)
+	v := inspect.New(c.R)
+	ctx := context.Background()
+	for agent, want := range map[string]string{
+		inspecttest.A:    "step-6 step-5 step-2",
+		inspecttest.Fork: "step-3 step-2 step-1",
+		inspecttest.Late: "step-5",
+	} {
+		lg, err := v.Tasks(ctx, agent, inspect.TaskOptions{Verify: true})
+		if err != nil {
+			t.Fatalf("%s: %v", agent, err)
+		}
+		var ids []string
+		for _, tk := range lg.Tasks {
+			ids = append(ids, tk.ID)
+		}
+		if got := strings.Join(ids, " "); got != want {
+			t.Errorf("%s: tasks %s, want %s", agent, got, want)
+		}
+	}
+	if _, err := v.Tasks(ctx, inspecttest.Empty, inspect.TaskOptions{}); !errors.Is(err, inspect.ErrNotFound) {
+		t.Errorf("agent with no commits: %v", err)
+	}
+	for _, agent := range []string{inspecttest.A, inspecttest.Late} {
+		d, err := v.Task(ctx, agent, "step-5", false)
+		if err != nil || !d.StartGone || len(d.Changes) != 0 || len(d.Commits) != 1 {
+			t.Errorf("%s step-5: %+v, %v", agent, d, err)
+		}
+	}
+	// The receipt of a task whose commits were forgotten stays.
+	d, err := v.Task(ctx, inspecttest.A, "step-4", false)
+	if err != nil || d.Receipt == nil || !d.StartGone || len(d.Commits) != 0 || !strings.Contains(d.Receipt.Note, "forgotten") {
+		t.Errorf("A step-4: %+v, %v", d, err)
 	}
 }

@@ -170,9 +170,12 @@ func runShowTask(ctx context.Context, o showOptions, rev string, out io.Writer) 
 			termsafe.Line(rc.Agent), []byte(rc.Operator), fmtTime(rc.Time), rc.Writes, rc.StateDeltaHash)
 	}
 	fmt.Fprintln(out)
-	if o.Patch {
+	switch {
+	case d.StartGone:
+		fmt.Fprintf(out, "%s\n", e.paint("2", "~~ a forget took the commit the task started from (history cut by forget): what the task changed is not known ~~"))
+	case o.Patch:
 		e.printPatch(d.Changes)
-	} else {
+	default:
 		e.printChanges(d.Changes)
 	}
 	return true, nil

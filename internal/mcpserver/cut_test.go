@@ -97,7 +97,9 @@ func TestCutHistory(t *testing.T) {
 	for name, args := range map[string]map[string]any{
 		"log": {}, "show": {}, "diff": {"from": "HEAD"}, "get": {"key": "memory.md"}, "list": {}, "read_subtree": {},
 		"blame": {"key": "memory.md"}, "oplog": {}, "receipts": {}, "delete": {"key": "memory.md"}, "undo": {}, "fork": {"to": "x"},
+		"task": {}, "task ": {"id": "step-1"},
 	} {
+		name = strings.TrimSpace(name)
 		args["agent"] = inspecttest.Empty
 		res, _ := call(t, cs, name, args)
 		if !res.IsError || !strings.Contains(text(res), "no such agent") {
@@ -105,6 +107,14 @@ func TestCutHistory(t *testing.T) {
 		}
 	}
 	mustOK(t, cs, "snapshots", map[string]any{"agent": inspecttest.Empty})
+	// Tasks on the cut history: those left, and one whose start is gone.
+	tl := mustOK(t, cs, "task", nil)["tasks"].([]any)
+	if len(tl) != 3 || tl[2].(map[string]any)["id"] != "step-2" {
+		t.Errorf("tasks of the cut history: %v", tl)
+	}
+	if d := mustOK(t, cs, "task", map[string]any{"id": "step-5"}); d["startGone"] != true || len(d["changes"].([]any)) != 0 {
+		t.Errorf("task whose start a forget took: %v", d)
+	}
 	if _, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "agentstate://" + inspecttest.A + "/HEAD%7E3/memory.md"}); err == nil ||
 		!strings.Contains(err.Error(), "not found") {
 		t.Fatalf("a resource past the cut: %v", err)

@@ -51,7 +51,7 @@ func NewServer(v *inspect.View, o Options) *sdk.Server {
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "agentstate", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: "agentstate keeps an agent's brain (skills, memory, prompt, key-value state) as a content-addressed history. " +
-			"Revisions: HEAD, HEAD~N, HEAD^2, a commit CID (10+ characters), a tag. Values are also resources: agentstate://AGENT/REV/KEY.",
+			"Revisions: HEAD, HEAD~N, HEAD^2, a commit CID (10+ characters), a tag, task:ID (the commit a task landed; task:ID@ATTEMPT). Values are also resources: agentstate://AGENT/REV/KEY.",
 	})
 	h := &handlers{v: v, o: o}
 	// Outputs are 'any' to the SDK: CIDs are JSON strings, which a schema
@@ -62,6 +62,7 @@ func NewServer(v *inspect.View, o Options) *sdk.Server {
 	sdk.AddTool(s, &sdk.Tool{Name: "diff", Description: "What changed between two revisions of an agent, per key; line diffs of text values when lines is true, sizes for binary ones."}, h.diff)
 	sdk.AddTool(s, &sdk.Tool{Name: "get", Description: "A key's value at a revision (default HEAD): text inline, binary as base64; values over 256 KiB give their size only."}, h.get)
 	sdk.AddTool(s, &sdk.Tool{Name: "blame", Description: "Each line of a text value at a revision (default HEAD) with the commit, task and time that last changed it (git blame's walk; boundary marks a line at a forget cut, which may be older). Values over 1 MiB or not text are refused."}, h.blame)
+	sdk.AddTool(s, &sdk.Tool{Name: "task", Description: "Tasks in history. With id (ID, or ID@ATTEMPT for one attempt; the latest landing otherwise): that task's commits, its receipt (verified) and its whole change from the commit it started from (line diffs when lines is true). Without id: the agent's history grouped by task, newest first, one entry per landed task (commits folded, keys written, bundle hash before and after, merge or not, receipt state), paged by skip and limit."}, h.task)
 	sdk.AddTool(s, &sdk.Tool{Name: "list", Description: "The keys under a prefix at a revision, with their sizes."}, h.list)
 	sdk.AddTool(s, &sdk.Tool{Name: "read_subtree", Description: "Every key under a prefix at a revision with its value, without a checkout (values over 256 KiB, and any past 4 MiB in all, give their size only)."}, h.readSubtree)
 	sdk.AddTool(s, &sdk.Tool{Name: "oplog", Description: "An agent's operation log, newest first: every HEAD move (commit, merge, undo, redo, reset, fork, restore, pull), undone ones marked."}, h.oplog)
@@ -488,4 +489,31 @@ func (h *handlers) resource(ctx context.Context, req *sdk.ReadResourceRequest) (
 		c.MIMEType, c.Blob = "application/octet-stream", v.Data
 	}
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{c}}, nil
+}
+
+type taskIn struct {
+	Agent string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	ID    string `json:"id,omitempty" jsonschema:"the task: ID or ID@ATTEMPT (omit to list the agent's tasks)"`
+	Lines bool   `json:"lines,omitempty" jsonschema:"with id: include unified line diffs of text values"`
+	Rev   string `json:"rev,omitempty" jsonschema:"without id: where the history starts (default HEAD)"`
+	Skip  int    `json:"skip,omitempty" jsonschema:"without id: leave out this many newest tasks"`
+	Limit int    `json:"limit,omitempty" jsonschema:"without id: at most this many tasks (default 50)"`
+}
+
+func (h *handlers) task(ctx context.Context, _ *sdk.CallToolRequest, in taskIn) (*sdk.CallToolResult, any, error) {
+	var out any
+	err := h.with(ctx, false, func(v *inspect.View) error {
+		if in.ID != "" {
+			d, err := v.Task(ctx, h.agent(in.Agent), in.ID, in.Lines)
+			out = d
+			return err
+		}
+		if in.Limit <= 0 {
+			in.Limit = 50
+		}
+		lg, err := v.Tasks(ctx, h.agent(in.Agent), inspect.TaskOptions{Rev: in.Rev, Skip: in.Skip, Limit: in.Limit, Verify: true})
+		out = lg
+		return err
+	})
+	return nil, out, err
 }

@@ -52,6 +52,15 @@ func Handler(v *inspect.View, o Options) http.Handler {
 		q := r.URL.Query()
 		return v.Blame(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("key"))
 	}))
+	mux.HandleFunc("GET /api/tasks", h.json(func(r *http.Request) (any, error) {
+		q := r.URL.Query()
+		skip, _ := strconv.Atoi(q.Get("skip"))
+		return v.Tasks(r.Context(), q.Get("agent"), inspect.TaskOptions{Rev: q.Get("rev"), Skip: max(skip, 0), Limit: limit(r, 50), Verify: true})
+	}))
+	mux.HandleFunc("GET /api/task", h.json(func(r *http.Request) (any, error) {
+		q := r.URL.Query()
+		return v.Task(r.Context(), q.Get("agent"), q.Get("id"), true)
+	}))
 	mux.HandleFunc("GET /api/keys", h.json(func(r *http.Request) (any, error) {
 		q := r.URL.Query()
 		es, more, err := v.List(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("prefix"), 10000)

@@ -146,6 +146,34 @@ func TestAPI(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", url, resp.StatusCode, body, code)
 		}
 	}
+	// Tasks through the API: the history grouped by task, paged, and one
+	// task's whole change.
+	resp, body = get(t, srv.URL+"/api/tasks?agent=lumen&limit=2")
+	var tl inspect.TaskLog
+	if err := json.Unmarshal(body, &tl); err != nil || resp.StatusCode != 200 || len(tl.Tasks) != 2 || !tl.More ||
+		tl.Tasks[0].ID != "slow" || !tl.Tasks[0].Merge || tl.Tasks[0].Receipt != inspect.ReceiptVerified || tl.Tasks[1].ID != "fast" {
+		t.Fatalf("tasks: %d %v %s", resp.StatusCode, err, body)
+	}
+	resp, body = get(t, srv.URL+"/api/tasks?agent=lumen&skip=2")
+	if err := json.Unmarshal(body, &tl); err != nil || len(tl.Tasks) != 1 || tl.Tasks[0].ID != "base" || tl.More {
+		t.Fatalf("tasks from the third: %s", body)
+	}
+	resp, body = get(t, srv.URL+"/api/task?agent=lumen&id=fast")
+	var td struct {
+		Task    inspect.Task
+		Receipt struct{ Verified *bool }
+		Commits []inspect.Commit
+		Changes []inspect.Change
+	}
+	if err := json.Unmarshal(body, &td); err != nil || resp.StatusCode != 200 || len(td.Changes) != 1 || !strings.Contains(td.Changes[0].Patch, "+TWO") ||
+		td.Receipt.Verified == nil || !*td.Receipt.Verified || len(td.Commits) != 1 || td.Task.ID != "fast" {
+		t.Fatalf("task fast: %d %v %s", resp.StatusCode, err, body)
+	}
+	for url, code := range map[string]int{"/api/task?agent=lumen&id=fsat": 404, "/api/task?agent=lumen": 400, "/api/tasks?agent=nobody": 404, "/api/commit?agent=lumen&rev=task:nope": 404} {
+		if resp, body := get(t, srv.URL+url); resp.StatusCode != code {
+			t.Errorf("%s: %d %s, want %d", url, resp.StatusCode, body, code)
+		}
+	}
 	// A big value is never inlined; raw is a download, never a page.
 	_, body = get(t, srv.URL+"/api/value?agent=lumen&rev=HEAD&key=big.bin")
 	if strings.Contains(string(body), `"text"`) || !strings.Contains(string(body), "omitted") {
@@ -225,6 +253,29 @@ func TestPageInChromium(t *testing.T) {
 	if merges != 1 || heads != 1 || undone != 1 {
 		t.Fatalf("graph: %d merges, %d HEAD marks; %d undone operations marked", merges, heads, undone)
 	}
+	// The history grouped by task: one row per landed task, the merge
+	// marked; from the slow task's row to its view: its commits, its
+	// receipt and its whole change (its own, not the other side's), HTML
+	// in it shown as text.
+	var taskNames, taskName, receiptState, changed, patch string
+	var taskCommits int
+	must("tasks", chromedp.WaitVisible(`#tasks tr.task-row`),
+		chromedp.Evaluate(`[...document.querySelectorAll('#tasks tr.task-row')].map(tr => tr.dataset.task + (tr.querySelector('.merge') ? '(merge)' : '')).join(",")`, &taskNames))
+	if taskNames != "slow(merge),fast,base" {
+		t.Fatalf("tasks: %q", taskNames)
+	}
+	must("task", chromedp.Evaluate(`document.querySelector('#tasks tr[data-task="slow"] a.task').click()`, nil),
+		chromedp.WaitVisible(`#task-commits tr.task-commit`),
+		chromedp.Text(`#task-name`, &taskName), chromedp.Text(`#task .receipt-state`, &receiptState),
+		chromedp.Evaluate(`document.querySelectorAll('#task-commits tr.task-commit').length`, &taskCommits),
+		chromedp.Evaluate(`[...document.querySelectorAll('#changes .key')].map(k => k.textContent).join(",")`, &changed),
+		chromedp.Text(`#changes .diff .add`, &patch), chromedp.Title(&title),
+		chromedp.Evaluate(`document.querySelectorAll('main img, main script').length`, &injected), shot("task"))
+	if taskName != "slow" || receiptState != "verified" || taskCommits != 2 || changed != "skills/x.md" ||
+		patch != "+<script>document.title='pwned'</script>" || title != "agentstate" || injected != 0 {
+		t.Fatalf("task view: %q, receipt %q, %d commits, changed %q, patch %q, title %q, %d injected", taskName, receiptState, taskCommits, changed, patch, title, injected)
+	}
+	must("back to history", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`))
 	// From the graph to the fast task's commit (notes.md changed), its diff.
 	must("commit", chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit')].find(tr => tr.textContent.includes('task=fast')).querySelector('a.msg').click()`, nil),
 		chromedp.WaitVisible(`#changes .diff`),

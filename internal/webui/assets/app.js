@@ -104,11 +104,12 @@ function graphCell(info, isHead, isUndone) {
 }
 
 async function viewAgent(agent) {
-  const [log, ops, receipts, snaps] = await Promise.all([
+  const [log, ops, receipts, snaps, tasks] = await Promise.all([
     api("log?agent=" + encodeURIComponent(agent) + "&limit=200"),
     api("oplog?agent=" + encodeURIComponent(agent) + "&limit=100"),
     api("receipts?agent=" + encodeURIComponent(agent)),
-    api("snapshots?agent=" + encodeURIComponent(agent))]);
+    api("snapshots?agent=" + encodeURIComponent(agent)),
+    api("tasks?agent=" + encodeURIComponent(agent) + "&limit=20")]);
   const undone = new Set(ops.filter(o => o.undone).map(o => o.new));
   const info = lanes(log.commits);
   const rows = log.commits.flatMap((c, i) => {
@@ -137,6 +138,8 @@ async function viewAgent(agent) {
     el("td", { text: s.endEpoch ? "until epoch " + s.endEpoch : "" }), el("td", { text: String(s.size || "") }),
     el("td", { class: s.error ? "bad" : "", text: s.error || when(s.time) })));
   main.replaceChildren(el("h1", { text: agent }),
+    el("h2", { text: "Tasks" }), tasksTable(agent, tasks),
+    tasks.more ? el("p", {}, el("a", { id: "all-tasks", href: "#/a/" + encodeURIComponent(agent) + "/tasks/20", text: "older tasks…" })) : null,
     el("h2", { text: "History" }), el("table", { class: "graph", id: "history" }, ...rows),
     el("h2", { text: "Operation log" }), el("table", { id: "oplog" }, ...opRows),
     el("h2", { text: "Receipts" }), rcRows.length ? el("table", { id: "receipts" }, ...rcRows) : el("p", { text: "No receipts." }),
@@ -153,16 +156,11 @@ function patchView(patch) {
   return pre;
 }
 
-async function viewCommit(agent, rev) {
-  const d = await api("commit?agent=" + encodeURIComponent(agent) + "&rev=" + encodeURIComponent(rev));
-  const c = d.commit;
-  const cut = c.cut || [];
-  const parents = c.parents.map((p, i) => cut.includes(p)
-    ? el("span", { class: "cut-parent" }, i === 0 && d.parentGone ? el("span", { class: "cid", title: p, text: short(p) }) : cidLink(agent, p), " (forgotten: history cut by forget)")
-    : cidLink(agent, p));
-  const changes = d.changes.map(ch => {
+// changeViews renders changes read at commit cid (its values link there).
+function changeViews(agent, cid, changes) {
+  return changes.map(ch => {
     const head = el("h2", {}, el("span", { text: ch.change + " " }),
-      ch.new ? el("a", { href: "#/a/" + encodeURIComponent(agent) + "/v/" + encodeURIComponent(c.cid) + "/" + encodeURIComponent(ch.path), class: "key", text: ch.path })
+      ch.new ? el("a", { href: "#/a/" + encodeURIComponent(agent) + "/v/" + encodeURIComponent(cid) + "/" + encodeURIComponent(ch.path), class: "key", text: ch.path })
              : el("span", { class: "key", text: ch.path }));
     let body;
     if (ch.patch) body = patchView(ch.patch);
@@ -171,6 +169,16 @@ async function viewCommit(agent, rev) {
     else body = el("p", { class: "meta", text: ch.oldSize + " bytes → " + ch.newSize + " bytes" });
     return el("div", { class: "change" }, head, body);
   });
+}
+
+async function viewCommit(agent, rev) {
+  const d = await api("commit?agent=" + encodeURIComponent(agent) + "&rev=" + encodeURIComponent(rev));
+  const c = d.commit;
+  const cut = c.cut || [];
+  const parents = c.parents.map((p, i) => cut.includes(p)
+    ? el("span", { class: "cut-parent" }, i === 0 && d.parentGone ? el("span", { class: "cid", title: p, text: short(p) }) : cidLink(agent, p), " (forgotten: history cut by forget)")
+    : cidLink(agent, p));
+  const changes = changeViews(agent, c.cid, d.changes);
   const meta = Object.entries(c.metadata || {}).map(([k, v]) => el("tr", {}, el("td", { text: k }), el("td", { class: "mono", text: v })));
   main.replaceChildren(
     el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / commit"),
@@ -210,6 +218,69 @@ async function viewBlame(agent, rev, key) {
     el("table", { id: "blame" }, ...rows));
 }
 
+// taskName is a task's ID with its attempt, as a task revision writes it.
+function taskName(t) { return t.attempt ? t.id + "@" + t.attempt : t.id; }
+function taskLink(agent, t) {
+  return el("a", { href: "#/a/" + encodeURIComponent(agent) + "/t/" + encodeURIComponent(taskName(t)), class: "task", text: taskName(t) });
+}
+function receiptCell(t) {
+  const text = { verified: "verified", failed: "FAILED: " + (t.receiptError || ""), unchecked: "not verified", none: "no receipt (found from its commits)" }[t.receipt] || t.receipt;
+  return el("td", { class: "receipt-state " + (t.receipt === "failed" ? "bad" : t.receipt === "verified" ? "ok" : "meta"), text: text + (t.receiptNote ? " (" + t.receiptNote + ")" : "") });
+}
+
+// tasksTable is a page of the task log: one row per landed task, its
+// commits folded.
+function tasksTable(agent, lg) {
+  if (lg.tasks.length === 0) return el("p", { id: "no-tasks", text: "No task landed in this history." });
+  const rows = lg.tasks.map(t => el("tr", { class: "task-row", "data-task": taskName(t), "data-commit": t.commit },
+    el("td", {}, taskLink(agent, t), t.commit === lg.head ? el("span", { class: "head", text: "HEAD" }) : null, t.merge ? el("span", { class: "merge", text: "merge" }) : null),
+    el("td", {}, cidLink(agent, t.commit)),
+    el("td", { class: "meta commits", text: t.commits + (t.commits === 1 ? " commit" : " commits") }),
+    el("td", { class: "meta keys", title: t.keys.join("\n"), text: t.keys.length + (t.keys.length === 1 ? " key" : " keys") }),
+    el("td", { class: "mono", title: t.bundleBefore + " → " + t.bundleAfter, text: t.bundleBefore.slice(0, 10) + " → " + t.bundleAfter.slice(0, 10) }),
+    el("td", { class: "meta", text: [t.model, when(t.time)].filter(Boolean).join(" · ") }), receiptCell(t)));
+  return el("table", { id: "tasks" }, el("tr", {}, ...["task", "landed", "commits", "keys", "bundle", "model · time", "receipt"].map(h => el("th", { text: h }))), ...rows);
+}
+
+// viewTasks is the history grouped by task, a page at a time.
+async function viewTasks(agent, skip) {
+  skip = Math.max(0, parseInt(skip, 10) || 0);
+  const n = 50;
+  const lg = await api("tasks?agent=" + encodeURIComponent(agent) + "&skip=" + skip + "&limit=" + n);
+  const base = "#/a/" + encodeURIComponent(agent) + "/tasks/";
+  main.replaceChildren(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / tasks"),
+    el("p", { class: "meta" }, "tasks " + (skip + 1) + "–" + (skip + lg.tasks.length),
+      ...(skip > 0 ? [" · ", el("a", { id: "newer-tasks", href: base + Math.max(0, skip - n), text: "newer" })] : []),
+      ...(lg.more ? [" · ", el("a", { id: "older-tasks", href: base + (skip + n), text: "older" })] : [])),
+    tasksTable(agent, lg));
+}
+
+// viewTask is one task: what it is, its receipt, its commits and its whole
+// change from the commit it started from.
+async function viewTask(agent, id) {
+  const d = await api("task?agent=" + encodeURIComponent(agent) + "&id=" + encodeURIComponent(id));
+  const t = d.task;
+  const row = (k, ...v) => el("tr", {}, el("td", { text: k }), el("td", {}, ...v));
+  const rc = d.receipt && d.receipt.receipt;
+  main.replaceChildren(
+    el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / task ", el("span", { id: "task-name", text: taskName(t) })),
+    el("table", { id: "task" },
+      row("landed", cidLink(agent, t.commit), t.merge ? el("span", { class: "merge", text: "merge" }) : null),
+      t.merge ? row("its own last commit", cidLink(agent, t.taskCommit)) : null,
+      row("started from", t.start ? cidLink(agent, t.start) : el("span", { class: "meta", text: "no state (the agent's first task)" })),
+      row("time", when(t.time)),
+      t.model ? row("model", t.model) : null,
+      t.adapter ? row("adapter", t.adapter) : null,
+      row("bundle hash", el("span", { class: "mono", text: t.bundleBefore + " → " + t.bundleAfter })),
+      el("tr", {}, el("td", { text: "receipt" }), receiptCell(t)),
+      rc ? row("operator", el("span", { class: "mono", text: rc.operator })) : null),
+    el("h2", { text: "Commits" }),
+    el("table", { id: "task-commits" }, ...d.commits.map(c => el("tr", { class: "task-commit" },
+      el("td", {}, cidLink(agent, c.cid)), el("td", { class: "msg", text: c.message }), el("td", { class: "meta", text: when(c.time) })))),
+    el("h2", { text: "Its whole change, from the commit it started from" }),
+    d.changes.length ? el("div", { id: "changes" }, ...changeViews(agent, t.taskCommit, d.changes)) : el("p", { class: "meta", id: "changes", text: "No change." }));
+}
+
 async function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   try {
@@ -217,6 +288,8 @@ async function route() {
       if (parts[2] === "c" && parts[3]) return await viewCommit(parts[1], parts[3]);
       if (parts[2] === "v" && parts[3] && parts.length > 4) return await viewValue(parts[1], parts[3], parts.slice(4).join("/"));
       if (parts[2] === "b" && parts[3] && parts.length > 4) return await viewBlame(parts[1], parts[3], parts.slice(4).join("/"));
+      if (parts[2] === "t" && parts.length > 3) return await viewTask(parts[1], parts.slice(3).join("/"));
+      if (parts[2] === "tasks") return await viewTasks(parts[1], parts[3]);
       return await viewAgent(parts[1]);
     }
     return await viewAgents();
