@@ -34,6 +34,9 @@ run log --oneline
 run diff --stat HEAD~2
 run show HEAD~1
 
+say "Blame: the commit and task that last changed each line of the new skill"
+run blame skills/access-control.md
+
 say "Time travel: check out the seed into a directory (HEAD does not move)"
 run checkout HEAD~2 seed-view
 ls -R seed-view | head -20
@@ -50,6 +53,8 @@ run redo
 say "Fork the lineage and let the fork diverge"
 run fork --from HEAD~1 nova
 echo "- nova prefers long findings." | run --agent nova put -m "nova diverges" MEMORY.md
+say "Revert: a new commit on nova that undoes its last change (lumen is untouched)"
+run --agent nova revert HEAD
 run agents
 run --agent nova log --oneline
 

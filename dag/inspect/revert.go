@@ -127,7 +127,9 @@ func (v *View) PlanRevert(ctx context.Context, agent, rev string, keys []string)
 // changed any of them to a third value (a key whose value at HEAD is the
 // one rev's change set is reverted, however often it changed in between);
 // a plan with nothing to do is ErrNoChange. The commit's message is
-// o.Message or "revert REV", its metadata o.Metadata with "op": "revert"
+// o.Message, or "revert task:ID" for a task, or "revert SHORTCID" and the
+// reverted commit's first message line quoted; its metadata is o.Metadata
+// with "op": "revert"
 // and "revert": the commit reverted. It holds the store's write gate.
 func (v *View) Revert(ctx context.Context, agent, rev string, keys []string, o WriteOptions) (RevertPlan, error) {
 	p, err := v.revertChange(ctx, agent, rev, keys)
@@ -135,8 +137,16 @@ func (v *View) Revert(ctx context.Context, agent, rev string, keys []string, o W
 		return RevertPlan{}, err
 	}
 	msg := o.Message
-	if msg == "" {
-		msg = "revert " + rev
+	switch {
+	case msg != "":
+	case p.Task != "":
+		msg = "revert task:" + p.Task
+	default:
+		msg = "revert " + p.Commit.Short()
+		if cm, err := v.R.Commit(ctx, p.Commit); err == nil && cm.Message != "" {
+			first, _, _ := strings.Cut(cm.Message, "\n")
+			msg += fmt.Sprintf(" %q", first)
+		}
 	}
 	meta := maps.Clone(o.Metadata)
 	if meta == nil {

@@ -193,6 +193,10 @@ func TestRevertMerge(t *testing.T) {
 	if valueOf(t, v, "", "skills/a.md") != "(absent)" || valueOf(t, v, "", "notes.md") != "one\nTWO\nthree\n" {
 		t.Fatal("the merge's revert touched the wrong keys")
 	}
+	sh, err := v.Show(ctx, "lumen", "", false)
+	if want := "revert " + ids["slow"].Short() + ` "merge task slow"`; err != nil || sh.Commit.Message != want {
+		t.Fatalf("the revert's message %q, want %q (%v)", sh.Commit.Message, want, err)
+	}
 }
 
 // A change whose base a forget cut is refused: what it changed is not known.
