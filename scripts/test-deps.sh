@@ -6,7 +6,8 @@
 # Debian packages the tests use:
 #   chromium           the page's test drives a real headless browser
 #   libarchive-tools   bsdtar, an independent extractor of our tars
-#   sqlite3            an independent reader of memory.db values
+#   sqlite3            an independent reader of memory.db values (the oracle of `sql`)
+#   sqlite3-tools      sqldiff, the oracle of SQLite row diffs
 #   git, patch, npm    oracles for diffs, and the ENS contracts' installer
 #
 # As root with apt-get (a fresh Debian machine, CI) the missing ones are
@@ -19,6 +20,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have chromium || need+=(chromium)
 have bsdtar || need+=(libarchive-tools)
 have sqlite3 || need+=(sqlite3)
+have sqldiff || need+=(sqlite3-tools)
 have git || need+=(git)
 have patch || need+=(patch)
 have npm || need+=(npm)

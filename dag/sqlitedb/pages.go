@@ -1,0 +1,308 @@
+package sqlitedb
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/agentstate/agentstate/objects"
+)
+
+// Magic is the first 16 bytes of every SQLite database file.
+const Magic = "SQLite format 3\x00"
+
+// HeaderSize is the length of a SQLite database file's header.
+const HeaderSize = 100
+
+// Cache bounds. SQLite keeps its own page cache per connection; these only
+// spare the store repeated reads of the same chunk and chunk list.
+const (
+	chunkCacheSize = 64   // raw chunks (pages) kept
+	maxIndexNodes  = 4096 // decoded chunk list nodes kept before the index is dropped and rebuilt lazily
+)
+
+// Pages reads a SQLite value's bytes at any offset straight from the block
+// store: the chunked file node's list nodes are decoded lazily, on the path to
+// the page asked for, and the last chunks read are cached. A value of at most
+// objects.ChunkThreshold bytes is one raw block and is held whole.
+//
+// A chunked SQLite value is cut at every page boundary (docs/format.md §8),
+// so each raw chunk is one page: Pages checks that of every chunk it reads
+// and every list node it decodes, and a value chunked otherwise is an error
+// wrapping ErrCorrupt, never data.
+//
+// Pages is safe for concurrent use.
+type Pages struct {
+	bs       objects.BlockStore
+	value    objects.CID
+	size     int64
+	pageSize int
+	header   [HeaderSize]byte
+
+	mu    sync.Mutex
+	whole []byte     // a raw (unchunked) value
+	root  *indexNode // a chunked value's file node
+	nodes int        // decoded list nodes held under root
+	cache map[objects.CID][]byte
+	order []objects.CID // cache eviction order, oldest first
+}
+
+// indexNode is a decoded chunk node with the page index each child starts at.
+type indexNode struct {
+	links  []objects.CID
+	starts []int64      // starts[i]: the first page of links[i]; nil until resolved
+	kids   []*indexNode // decoded list-node children, by link index
+	pages  int64        // the pages the node covers
+}
+
+// OpenPages reads the value's header (its first chunk) and checks that it is
+// a SQLite database: the 16-byte magic, a page size that is a power of two
+// from 512 to 65536, and a length that is a whole number of pages. A value
+// that is not one gets an error wrapping ErrNotDatabase.
+func OpenPages(ctx context.Context, bs objects.BlockStore, value objects.CID) (*Pages, error) {
+	p := &Pages{bs: bs, value: value, cache: make(map[objects.CID][]byte)}
+	var first []byte
+	switch value.Codec() {
+	case objects.CodecRaw:
+		data, err := bs.Get(ctx, value)
+		if err != nil {
+			return nil, fmt.Errorf("sqlitedb: reading value %s: %w", value, err)
+		}
+		p.whole, p.size, first = data, int64(len(data)), data
+	case objects.CodecDagCBOR:
+		data, err := bs.Get(ctx, value)
+		if err != nil {
+			return nil, fmt.Errorf("sqlitedb: reading value %s: %w", value, err)
+		}
+		cn, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: value}, data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: value %s: %w", ErrCorrupt, value, err)
+		}
+		p.size = int64(cn.Size)
+		p.root = &indexNode{links: cn.Chunks}
+		// The first chunk is the leftmost leaf: no sizes are needed to find it.
+		links, depth := cn.Chunks, 0
+		for {
+			c := links[0]
+			data, err := bs.Get(ctx, c)
+			if err != nil {
+				return nil, fmt.Errorf("sqlitedb: reading chunk %s of value %s: %w", c, value, err)
+			}
+			if c.Codec() == objects.CodecRaw {
+				first = data
+				break
+			}
+			depth++
+			ln, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: c, Depth: depth}, data)
+			if err != nil {
+				return nil, fmt.Errorf("%w: value %s: %w", ErrCorrupt, value, err)
+			}
+			links = ln.Chunks
+		}
+	default:
+		return nil, fmt.Errorf("%w: value %s has codec 0x%x", ErrNotDatabase, value, value.Codec())
+	}
+	if len(first) < HeaderSize || !bytes.HasPrefix(first, []byte(Magic)) {
+		return nil, fmt.Errorf("%w: value %s does not start with the SQLite header", ErrNotDatabase, value)
+	}
+	ps := int(binary.BigEndian.Uint16(first[16:18]))
+	if ps == 1 {
+		ps = 65536
+	}
+	if ps < 512 || ps&(ps-1) != 0 {
+		return nil, fmt.Errorf("%w: value %s: the header's page size %d is not a power of two from 512 to 65536", ErrNotDatabase, value, ps)
+	}
+	if p.size == 0 || p.size%int64(ps) != 0 {
+		return nil, fmt.Errorf("%w: value %s: %d bytes is not a whole number of %d-byte pages", ErrNotDatabase, value, p.size, ps)
+	}
+	p.pageSize = ps
+	copy(p.header[:], first)
+	if p.root != nil {
+		if len(first) != ps {
+			return nil, fmt.Errorf("%w: value %s: its first chunk is %d bytes, not one %d-byte page", ErrCorrupt, value, len(first), ps)
+		}
+		p.root.pages = p.size / int64(ps)
+		p.remember(p.root.links[0], first) // usually the first chunk itself
+	}
+	return p, nil
+}
+
+// Value is the CID of the value read.
+func (p *Pages) Value() objects.CID { return p.value }
+
+// Size is the value's length in bytes.
+func (p *Pages) Size() int64 { return p.size }
+
+// PageSize is the database's page size, from its header.
+func (p *Pages) PageSize() int { return p.pageSize }
+
+// PageCount is the number of pages the value holds (Size / PageSize).
+func (p *Pages) PageCount() int64 { return p.size / int64(p.pageSize) }
+
+// Header returns the database file's 100-byte header.
+func (p *Pages) Header() [HeaderSize]byte { return p.header }
+
+// WALMode reports whether the header marks the database as in WAL mode
+// (file format read and write versions 2).
+func (p *Pages) WALMode() bool { return p.header[18] == 2 || p.header[19] == 2 }
+
+// Page returns page n (numbered from 1, as SQLite numbers them) of the
+// database. The slice is shared with the cache: the caller must not modify it.
+func (p *Pages) Page(ctx context.Context, n int64) ([]byte, error) {
+	if n < 1 || n > p.PageCount() {
+		return nil, fmt.Errorf("%w: page %d of a %d-page database", ErrPageRange, n, p.PageCount())
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pageLocked(ctx, n-1)
+}
+
+// PageCID returns the CID of the raw chunk holding page n (numbered from 1)
+// of a chunked value: two versions of a database share a page exactly when
+// its CIDs are equal. A value held in one raw block has no per-page CIDs and
+// gets an error wrapping ErrUnchunked.
+func (p *Pages) PageCID(ctx context.Context, n int64) (objects.CID, error) {
+	if n < 1 || n > p.PageCount() {
+		return objects.CID{}, fmt.Errorf("%w: page %d of a %d-page database", ErrPageRange, n, p.PageCount())
+	}
+	if p.root == nil {
+		return objects.CID{}, fmt.Errorf("%w: value %s", ErrUnchunked, p.value)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.locate(ctx, n-1)
+}
+
+// ReadAt reads len(b) bytes from offset off (io.ReaderAt).
+func (p *Pages) ReadAt(b []byte, off int64) (int, error) {
+	return p.ReadAtContext(context.Background(), b, off)
+}
+
+// ReadAtContext is ReadAt under ctx.
+func (p *Pages) ReadAtContext(ctx context.Context, b []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("sqlitedb: negative offset %d", off)
+	}
+	if off >= p.size {
+		return 0, io.EOF
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for n < len(b) && off < p.size {
+		idx := off / int64(p.pageSize)
+		page, err := p.pageLocked(ctx, idx)
+		if err != nil {
+			return n, err
+		}
+		c := copy(b[n:], page[off-idx*int64(p.pageSize):])
+		n += c
+		off += int64(c)
+	}
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// pageLocked returns the page at 0-based index idx.
+func (p *Pages) pageLocked(ctx context.Context, idx int64) ([]byte, error) {
+	ps := int64(p.pageSize)
+	if p.whole != nil {
+		return p.whole[idx*ps : (idx+1)*ps], nil
+	}
+	c, err := p.locate(ctx, idx)
+	if err != nil {
+		return nil, err
+	}
+	if data, ok := p.cache[c]; ok {
+		return data, nil
+	}
+	data, err := p.bs.Get(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedb: reading page %d (chunk %s) of value %s: %w", idx+1, c, p.value, err)
+	}
+	if int64(len(data)) != ps {
+		return nil, fmt.Errorf("%w: value %s: page %d's chunk %s is %d bytes, not one %d-byte page", ErrCorrupt, p.value, idx+1, c, len(data), ps)
+	}
+	p.remember(c, data)
+	return data, nil
+}
+
+func (p *Pages) remember(c objects.CID, data []byte) {
+	if _, ok := p.cache[c]; ok {
+		return
+	}
+	if len(p.order) >= chunkCacheSize {
+		delete(p.cache, p.order[0])
+		p.order = append(p.order[:0], p.order[1:]...)
+	}
+	p.cache[c] = data
+	p.order = append(p.order, c)
+}
+
+// locate returns the raw chunk holding the page at 0-based index idx,
+// decoding the list nodes on its path.
+func (p *Pages) locate(ctx context.Context, idx int64) (objects.CID, error) {
+	if p.nodes > maxIndexNodes {
+		p.root = &indexNode{links: p.root.links, pages: p.root.pages}
+		p.nodes = 0
+	}
+	n, depth := p.root, 0
+	for {
+		if err := p.resolve(ctx, n, depth); err != nil {
+			return objects.CID{}, err
+		}
+		i := sort.Search(len(n.starts), func(i int) bool { return n.starts[i] > idx }) - 1
+		c := n.links[i]
+		if c.Codec() == objects.CodecRaw {
+			return c, nil
+		}
+		idx -= n.starts[i]
+		n, depth = n.kids[i], depth+1
+	}
+}
+
+// resolve decodes the list-node children of n and works out where each child
+// starts, checking that the pages add up to what n records.
+func (p *Pages) resolve(ctx context.Context, n *indexNode, depth int) error {
+	if n.starts != nil {
+		return nil
+	}
+	starts := make([]int64, len(n.links))
+	kids := make([]*indexNode, len(n.links))
+	var at int64
+	for i, c := range n.links {
+		starts[i] = at
+		if c.Codec() == objects.CodecRaw {
+			at++
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data, err := p.bs.Get(ctx, c)
+		if err != nil {
+			return fmt.Errorf("sqlitedb: reading chunk list %s of value %s: %w", c, p.value, err)
+		}
+		cn, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: c, Depth: depth + 1}, data)
+		if err != nil {
+			return fmt.Errorf("%w: value %s: %w", ErrCorrupt, p.value, err)
+		}
+		if cn.Size%uint64(p.pageSize) != 0 {
+			return fmt.Errorf("%w: value %s: chunk list %s covers %d bytes, not a whole number of %d-byte pages", ErrCorrupt, p.value, c, cn.Size, p.pageSize)
+		}
+		kids[i] = &indexNode{links: cn.Chunks, pages: int64(cn.Size) / int64(p.pageSize)}
+		p.nodes++
+		at += kids[i].pages
+	}
+	if at != n.pages {
+		return fmt.Errorf("%w: value %s: a chunk node's parts hold %d pages, it records %d (the value is not chunked at its page size)", ErrCorrupt, p.value, at, n.pages)
+	}
+	n.starts, n.kids = starts, kids
+	return nil
+}
