@@ -28,7 +28,17 @@ func splitLines(s string) []string {
 	return lines
 }
 
-// edits computes a shortest edit script from a to b.
+// MaxCost bounds the edit distance (lines removed plus lines added) a
+// shortest edit script is searched to. Myers' search keeps one row of 2d+1
+// positions per step d, so memory is about MaxCost² positions (16 MiB of
+// int32) and time (len(a)+len(b))·MaxCost at most, whatever the inputs'
+// sizes; two texts further apart than that get the script that keeps the
+// lines they share at the start and at the end and replaces everything
+// between: correct (it turns a into b), not the shortest.
+const MaxCost = 2048
+
+// edits computes a shortest edit script from a to b, or, past MaxCost,
+// the bounded one (see MaxCost).
 func edits(a, b []string) []op {
 	n, m := len(a), len(b)
 	if n+m == 0 {
@@ -36,11 +46,16 @@ func edits(a, b []string) []op {
 	}
 	max := n + m
 	v := make([]int, 2*max+2)
-	var trace [][]int
+	var trace [][]int32 // trace[d]: v[-d..d] as step d began
 	off := max + 1
 	for d := 0; d <= max; d++ {
-		snap := make([]int, len(v))
-		copy(snap, v)
+		if d > MaxCost {
+			return replaceMiddle(a, b)
+		}
+		snap := make([]int32, 2*d+1)
+		for i := range snap {
+			snap[i] = int32(v[off-d+i])
+		}
 		trace = append(trace, snap)
 		for k := -d; k <= d; k += 2 {
 			var x int
@@ -55,26 +70,54 @@ func edits(a, b []string) []op {
 			}
 			v[off+k] = x
 			if x >= n && y >= m {
-				return backtrack(trace, a, b, d, off)
+				return backtrack(trace, a, b, d)
 			}
 		}
 	}
 	return nil
 }
 
-func backtrack(trace [][]int, a, b []string, d, off int) []op {
+// replaceMiddle is the script that keeps a's and b's common first and last
+// lines and replaces the rest.
+func replaceMiddle(a, b []string) []op {
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	out := make([]op, 0, len(a)+len(b)-pre-suf)
+	for _, l := range a[:pre] {
+		out = append(out, op{' ', l})
+	}
+	for _, l := range a[pre : len(a)-suf] {
+		out = append(out, op{'-', l})
+	}
+	for _, l := range b[pre : len(b)-suf] {
+		out = append(out, op{'+', l})
+	}
+	for _, l := range a[len(a)-suf:] {
+		out = append(out, op{' ', l})
+	}
+	return out
+}
+
+func backtrack(trace [][]int32, a, b []string, d int) []op {
 	x, y := len(a), len(b)
 	var out []op
 	for ; d > 0; d-- {
-		v := trace[d]
+		row := trace[d]
+		v := func(k int) int { return int(row[k+d]) }
 		k := x - y
 		var pk int
-		if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+		if k == -d || (k != d && v(k-1) < v(k+1)) {
 			pk = k + 1
 		} else {
 			pk = k - 1
 		}
-		px := v[off+pk]
+		px := v(pk)
 		py := px - pk
 		for x > px && y > py {
 			x, y = x-1, y-1
