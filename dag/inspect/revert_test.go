@@ -186,7 +186,12 @@ func TestRevertConflicts(t *testing.T) {
 func TestRevertMerge(t *testing.T) {
 	ctx := context.Background()
 	v, ids := fixture(t) // slow landed as a merge beside fast
-	p, err := v.Revert(ctx, "lumen", ids["slow"].String(), nil, inspect.WriteOptions{})
+	// The task that landed as a merge: its own change, not fast's.
+	p, err := v.PlanRevert(ctx, "lumen", "task:slow", nil)
+	if err != nil || actions(p) != "skills/a.md:delete" || p.Commit != ids["slow"] {
+		t.Fatalf("plan task:slow: %+v %v", p, err)
+	}
+	p, err = v.Revert(ctx, "lumen", ids["slow"].String(), nil, inspect.WriteOptions{})
 	if err != nil || actions(p) != "skills/a.md:delete" {
 		t.Fatalf("revert of the merge: %+v %v", p, err)
 	}
