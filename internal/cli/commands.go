@@ -29,6 +29,7 @@ func init() {
 		{"show", newShowCommand},
 		{"diff", newDiffCommand},
 		{"blame", newBlameCommand},
+		{"sql", newSQLCommand},
 		{"checkout", newCheckoutCommand},
 		{"reset", newResetCommand},
 		{"undo", newUndoCommand},
