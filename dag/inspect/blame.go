@@ -230,8 +230,18 @@ func (v *View) blameWalk(ctx context.Context, agent string, w *blameWalker, star
 	out := make([]Origin, n)
 	all := map[objects.CID]*suspect{}
 	var q suspects
-	give := func(s *suspect, u [2]int) {
-		s.pending = append(s.pending, u)
+	// give hands units to s; a suspect with none pending takes the slice
+	// itself (units pass whole from commit to parent along a history
+	// where the key did not change).
+	give := func(s *suspect, units [][2]int) {
+		if len(units) == 0 {
+			return
+		}
+		if len(s.pending) == 0 {
+			s.pending = units
+		} else {
+			s.pending = append(s.pending, units...)
+		}
 		if !s.queued {
 			s.queued = true
 			heap.Push(&q, s)
@@ -239,9 +249,11 @@ func (v *View) blameWalk(ctx context.Context, agent string, w *blameWalker, star
 	}
 	first := &suspect{id: start, cm: cm, val: val}
 	all[start] = first
+	units := make([][2]int, n)
 	for i := range n {
-		give(first, [2]int{i, i})
+		units[i] = [2]int{i, i}
 	}
+	give(first, units)
 	type parent struct {
 		s   *suspect
 		cut bool
@@ -286,9 +298,7 @@ func (v *View) blameWalk(ctx context.Context, agent string, w *blameWalker, star
 		same := false
 		for _, p := range ps {
 			if p.s != nil && p.s.val == s.val {
-				for _, u := range units {
-					give(p.s, u)
-				}
+				give(p.s, units)
 				same = true
 				break
 			}
@@ -312,14 +322,15 @@ func (v *View) blameWalk(ctx context.Context, agent string, w *blameWalker, star
 			if m == nil {
 				continue
 			}
-			left := units[:0:0]
+			var kept, left [][2]int
 			for _, u := range units {
 				if at := m[u[0]]; at >= 0 {
-					give(p.s, [2]int{at, u[1]})
+					kept = append(kept, [2]int{at, u[1]})
 				} else {
 					left = append(left, u)
 				}
 			}
+			give(p.s, kept)
 			units = left
 		}
 		o := Origin{Commit: s.id, Task: s.cm.Metadata["task"], Time: s.cm.Time, Boundary: cut}
