@@ -42,7 +42,8 @@ func (k Kind) String() string {
 // Cell is one value of a result row, typed as SQLite returned it.
 //
 // In JSON a cell is: null; an integer as a JSON number (all its digits);
-// a real as a JSON number (an infinite one as the string "Inf" or "-Inf");
+// a real as a JSON number with a point or an exponent (1.0, 2.5, 1e+300;
+// an infinite one as the string "Inf" or "-Inf");
 // text as a JSON string; a blob as {"base64": "<standard base64>"}.
 type Cell struct {
 	Kind Kind
@@ -66,7 +67,11 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 		case math.IsNaN(c.Real):
 			return []byte("null"), nil
 		}
-		return json.Marshal(c.Real)
+		b := strconv.AppendFloat(nil, c.Real, 'g', -1, 64)
+		if !strings.ContainsAny(string(b), ".e") {
+			b = append(b, ".0"...) // a real stays a real: 1.0, not 1
+		}
+		return b, nil
 	case Text:
 		return json.Marshal(c.Text)
 	case Blob:

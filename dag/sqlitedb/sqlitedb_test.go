@@ -500,12 +500,12 @@ func encodeFileNode(links []objects.CID, size uint64, sum []byte) []byte {
 // TestCellJSON pins the JSON of each storage class.
 func TestCellJSON(t *testing.T) {
 	db := open(t, mustRead(t, memoryDB(t, 1)))
-	res, err := db.Query(context.Background(), "SELECT NULL, 42, -9223372036854775808, 2.5, 1e999, 'hi \"x\"', x'00ff'", sqlitedb.Limits{})
+	res, err := db.Query(context.Background(), "SELECT NULL, 42, -9223372036854775808, 2.5, 1.0, 1e300, 1e999, 'hi \"x\"', x'00ff'", sqlitedb.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := json.Marshal(res)
-	want := `{"columns":["NULL","42","-9223372036854775808","2.5","1e999","'hi \"x\"'","x'00ff'"],"rows":[[null,42,-9223372036854775808,2.5,"Inf","hi \"x\"",{"base64":"AP8="}]]}`
+	want := `{"columns":["NULL","42","-9223372036854775808","2.5","1.0","1e300","1e999","'hi \"x\"'","x'00ff'"],"rows":[[null,42,-9223372036854775808,2.5,1.0,1e+300,"Inf","hi \"x\"",{"base64":"AP8="}]]}`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
