@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/inspect/inspecttest"
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/storage/memory"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/runtime"
 )
@@ -224,4 +226,43 @@ func TestRevertCut(t *testing.T) {
 	if got := valueOf(t, v, "", "memory.md"); got != "step 5\n" {
 		t.Fatalf("memory.md after reverting step 6: %q", got)
 	}
+}
+
+// A revert racing a writer of the same key never undoes the writer's
+// value: it is judged against the HEAD it lands on, so either it lands
+// first (and the writer's value comes after) or it sees the writer's value
+// and is refused.
+func TestRevertRacesAWriter(t *testing.T) {
+	ctx := context.Background()
+	v := inspect.New(repo.New(memory.New()))
+	refused := 0
+	for i := range 40 {
+		if _, err := v.Put(ctx, "lumen", "a.md", []byte("before\n"), inspect.WriteOptions{}); err != nil && !errors.Is(err, inspect.ErrNoChange) {
+			t.Fatal(err)
+		}
+		c, err := v.Put(ctx, "lumen", "a.md", []byte("reverted\n"), inspect.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		later := fmt.Sprintf("later %d\n", i)
+		done := make(chan error)
+		go func() {
+			_, err := v.Put(ctx, "lumen", "a.md", []byte(later), inspect.WriteOptions{})
+			done <- err
+		}()
+		_, rerr := v.Revert(ctx, "lumen", c.String(), nil, inspect.WriteOptions{})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if rerr != nil && !errors.Is(rerr, inspect.ErrRevertConflict) {
+			t.Fatal(rerr)
+		}
+		if rerr != nil {
+			refused++
+		}
+		if got := valueOf(t, v, "", "a.md"); got != later {
+			t.Fatalf("round %d: a.md is %q after the revert (refused: %v), want the writer's %q", i, got, rerr, later)
+		}
+	}
+	t.Logf("%d of 40 reverts refused (the writer landed first)", refused)
 }
