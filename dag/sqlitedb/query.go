@@ -1,6 +1,7 @@
 package sqlitedb
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -80,6 +81,53 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 		}{base64.StdEncoding.EncodeToString(c.Blob)})
 	}
 	return []byte("null"), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes. A JSON string is text (so a
+// real written as "Inf" reads back as the text "Inf"); a number with a
+// point or an exponent is a real.
+func (c *Cell) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0:
+		return fmt.Errorf("sqlitedb: an empty cell")
+	case string(b) == "null":
+		*c = Cell{Kind: Null}
+	case b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = Cell{Kind: Text, Text: s}
+	case b[0] == '{':
+		var o struct {
+			Base64 *string `json:"base64"`
+		}
+		if err := json.Unmarshal(b, &o); err != nil {
+			return err
+		}
+		if o.Base64 == nil {
+			return fmt.Errorf("sqlitedb: a cell object without base64")
+		}
+		data, err := base64.StdEncoding.DecodeString(*o.Base64)
+		if err != nil {
+			return fmt.Errorf("sqlitedb: a blob cell: %w", err)
+		}
+		*c = Cell{Kind: Blob, Blob: data}
+	case bytes.ContainsAny(b, ".eE"):
+		f, err := strconv.ParseFloat(string(b), 64)
+		if err != nil {
+			return fmt.Errorf("sqlitedb: a real cell %s: %w", b, err)
+		}
+		*c = Cell{Kind: Real, Real: f}
+	default:
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		if err != nil {
+			return fmt.Errorf("sqlitedb: an integer cell %s: %w", b, err)
+		}
+		*c = Cell{Kind: Integer, Int: n}
+	}
+	return nil
 }
 
 // String renders the cell as sqlite3's list mode does: NULL as the empty

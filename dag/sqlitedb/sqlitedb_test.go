@@ -509,4 +509,12 @@ func TestCellJSON(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
+	var back sqlitedb.Result
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(back)
+	if string(again) != want {
+		t.Fatalf("round trip: %s", again)
+	}
 }

@@ -75,6 +75,13 @@ func Handler(v *inspect.View, o Options) http.Handler {
 	mux.HandleFunc("GET /api/snapshots", h.json(func(r *http.Request) (any, error) {
 		return v.Snapshots(r.Context(), r.URL.Query().Get("agent"))
 	}))
+	mux.HandleFunc("GET /api/sql/tables", h.json(func(r *http.Request) (any, error) {
+		q := r.URL.Query()
+		t, err := v.SQLTables(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("key"))
+		return map[string]any{"tables": t}, err
+	}))
+	mux.HandleFunc("GET /api/sql/rows", h.json(h.sqlRows))
+	mux.HandleFunc("GET /api/sql", h.json(h.sql))
 	mux.HandleFunc("GET /api/events", h.events)
 	return secure(mux)
 }
@@ -199,6 +206,31 @@ func (h *handler) raw(w http.ResponseWriter, r *http.Request) {
 	if _, err := objects.CopyValue(w, rd); err != nil {
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// sqlRows is one page of a SQLite value's table (offset, limit: default 50).
+func (h *handler) sqlRows(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	offset := 0
+	if s := q.Get("offset"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: offset %q is not a number", inspect.ErrBadRequest, s)
+		}
+		offset = n
+	}
+	return h.v.SQLRows(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("key"), q.Get("table"), offset, min(limit(r, 50), 1000))
+}
+
+// sql runs one read-only query (max_rows: default 100, at most 1000; a
+// 5-second time limit).
+func (h *handler) sql(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	rows := 100
+	if n, err := strconv.Atoi(q.Get("max_rows")); err == nil && n > 0 {
+		rows = min(n, 1000)
+	}
+	return h.v.SQL(r.Context(), q.Get("agent"), q.Get("rev"), q.Get("key"), q.Get("query"), inspect.SQLLimits{MaxRows: rows, Timeout: 5 * time.Second})
 }
 
 // events sends "head" whenever any agent's HEAD moves, until the client goes.

@@ -200,6 +200,11 @@ async function viewValue(agent, rev, key) {
   if (v.text != null) body = el("pre", { id: "value", text: v.text });
   else body = el("p", { id: "value-binary", text: (v.omitted || "binary value") + ", " + v.size + " bytes " }, el("a", { href: "/api/raw?" + q, text: "download" }));
   const blame = v.text != null ? [" · ", el("a", { id: "blame-link", href: "#/a/" + encodeURIComponent(agent) + "/b/" + encodeURIComponent(v.commit) + "/" + encodeURIComponent(key), text: "blame" })] : [];
+  if (v.text == null) {
+    // A SQLite value: its tables, through the read model (an error means it is not one).
+    const tables = await api("sql/tables?" + q).catch(() => null);
+    if (tables) blame.push(" · ", el("a", { id: "sql-link", href: "#/a/" + encodeURIComponent(agent) + "/sql/" + encodeURIComponent(v.commit) + "/" + encodeURIComponent(key), text: "SQLite: " + tables.tables.length + " tables" }));
+  }
   main.replaceChildren(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / ", el("span", { class: "key", text: key })),
     el("p", { class: "meta" }, "at ", cidLink(agent, v.commit), " · value ", el("span", { class: "mono", text: short(v.cid) }), " · " + v.size + " bytes", ...blame), body);
 }
@@ -216,6 +221,49 @@ async function viewBlame(agent, rev, key) {
     el("a", { class: "key", href: "#/a/" + encodeURIComponent(agent) + "/v/" + encodeURIComponent(b.commit) + "/" + encodeURIComponent(key), text: key }), " / blame"),
     el("p", { class: "meta" }, "at ", cidLink(agent, b.commit), " · value ", el("span", { class: "mono", text: short(b.cid) }), " · " + b.lines.length + " lines"),
     el("table", { id: "blame" }, ...rows));
+}
+
+// sqlCell shows one typed value of a SQLite row: NULL and blobs marked,
+// everything as text.
+function sqlCell(c) {
+  if (c === null) return el("td", { class: "meta null", text: "NULL" });
+  if (typeof c === "object" && c.base64 != null) return el("td", { class: "meta blob", title: c.base64, text: "blob, " + atob(c.base64).length + " bytes" });
+  return el("td", { class: typeof c === "number" ? "num" : "text", text: String(c) });
+}
+
+function sqlHeader(agent, rev, key, commit, rest) {
+  return [el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / ",
+    el("a", { class: "key", href: "#/a/" + encodeURIComponent(agent) + "/v/" + encodeURIComponent(commit) + "/" + encodeURIComponent(key), text: key }), ...rest)];
+}
+
+// viewSQLTables lists a SQLite value's tables and views at a commit.
+async function viewSQLTables(agent, rev, key) {
+  const q = "agent=" + encodeURIComponent(agent) + "&rev=" + encodeURIComponent(rev) + "&key=" + encodeURIComponent(key);
+  const [t, v] = await Promise.all([api("sql/tables?" + q), api("value?" + q)]);
+  const rows = t.tables.map(tb => el("tr", { class: tb.shadow ? "sql-table shadow" : "sql-table" },
+    el("td", {}, el("a", { class: "table-name", href: "#/a/" + encodeURIComponent(agent) + "/rows/" + encodeURIComponent(v.commit) + "/" + encodeURIComponent(tb.name) + "/0/" + encodeURIComponent(key), text: tb.name })),
+    el("td", { class: "meta", text: tb.type + (tb.shadow ? " (FTS5 storage)" : "") }), el("td", {}, el("code", { text: tb.sql }))));
+  main.replaceChildren(...sqlHeader(agent, rev, key, v.commit, [" / tables"]),
+    el("p", { class: "meta" }, "at ", cidLink(agent, v.commit), " · value ", el("span", { class: "mono", text: short(v.cid) }), " · " + v.size + " bytes, read from the store without a checkout"),
+    el("table", { id: "sql-tables" }, ...rows));
+}
+
+// viewSQLRows pages through one table of a SQLite value at a commit.
+async function viewSQLRows(agent, rev, table, offset, key) {
+  const page = 50;
+  offset = Math.max(0, parseInt(offset, 10) || 0);
+  const r = await api("sql/rows?agent=" + encodeURIComponent(agent) + "&rev=" + encodeURIComponent(rev) + "&key=" + encodeURIComponent(key) +
+    "&table=" + encodeURIComponent(table) + "&offset=" + offset + "&limit=" + page);
+  const to = o => "#/a/" + encodeURIComponent(agent) + "/rows/" + encodeURIComponent(r.commit) + "/" + encodeURIComponent(table) + "/" + o + "/" + encodeURIComponent(key);
+  const nav = el("p", { class: "meta", id: "rows-nav" },
+    offset > 0 ? el("a", { id: "rows-prev", href: to(Math.max(0, offset - page)), text: "← previous" }) : null,
+    " rows " + (r.rows.length ? (offset + 1) + "–" + (offset + r.rows.length) : "none") + " ",
+    r.truncated ? el("a", { id: "rows-next", href: to(offset + page), text: "next →" }) : null);
+  main.replaceChildren(...sqlHeader(agent, rev, key, r.commit, [" / ",
+    el("a", { href: "#/a/" + encodeURIComponent(agent) + "/sql/" + encodeURIComponent(r.commit) + "/" + encodeURIComponent(key), text: "tables" }), " / ", el("span", { class: "table-name", text: table })]),
+    el("p", { class: "meta" }, "at ", cidLink(agent, r.commit)), nav,
+    el("table", { id: "sql-rows" }, el("tr", {}, ...r.columns.map(c => el("th", { text: c }))),
+      ...r.rows.map(row => el("tr", { class: "sql-row" }, ...row.map(sqlCell)))));
 }
 
 // taskName is a task's ID with its attempt, as a task revision writes it.
@@ -288,6 +336,8 @@ async function route() {
       if (parts[2] === "c" && parts[3]) return await viewCommit(parts[1], parts[3]);
       if (parts[2] === "v" && parts[3] && parts.length > 4) return await viewValue(parts[1], parts[3], parts.slice(4).join("/"));
       if (parts[2] === "b" && parts[3] && parts.length > 4) return await viewBlame(parts[1], parts[3], parts.slice(4).join("/"));
+      if (parts[2] === "sql" && parts[3] && parts.length > 4) return await viewSQLTables(parts[1], parts[3], parts.slice(4).join("/"));
+      if (parts[2] === "rows" && parts[3] && parts.length > 6) return await viewSQLRows(parts[1], parts[3], parts[4], parts[5], parts.slice(6).join("/"));
       if (parts[2] === "t" && parts.length > 3) return await viewTask(parts[1], parts.slice(3).join("/"));
       if (parts[2] === "tasks") return await viewTasks(parts[1], parts[3]);
       return await viewAgent(parts[1]);
