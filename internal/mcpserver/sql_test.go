@@ -65,4 +65,3 @@ func TestSQLTool(t *testing.T) {
 		}
 	}
 }
-
