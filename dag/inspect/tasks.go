@@ -1,10 +1,13 @@
 package inspect
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
+	goruntime "runtime"
 	"slices"
+	"sync"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -94,6 +97,17 @@ func (v *View) Tasks(ctx context.Context, agent string, o TaskOptions) (TaskLog,
 	if err != nil {
 		return TaskLog{}, classify(err)
 	}
+	// The walk below reads every commit of the history, one at a time, and
+	// on disk each read is a block of the store to find and decompress:
+	// the commits the receipts name are read ahead, in parallel, into the
+	// repository's commit cache, newest first.
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	want := len(tape.receipts)
+	if o.Limit > 0 {
+		want = min(want, o.Skip+o.Limit+1)
+	}
+	v.prefetch(pctx, tape.receipts[len(tape.receipts)-want:])
 	out := TaskLog{Head: head.Commit, Tasks: []Task{}}
 	claimed := map[objects.CID]bool{}
 	n := 0
@@ -383,24 +397,70 @@ type tapeIndex struct {
 }
 
 func (v *View) tapeIndex(ctx context.Context, agent string) (*tapeIndex, error) {
-	ti := &tapeIndex{index: map[int]int{}, byCommit: map[objects.CID]int{}}
-	n := 0
+	var lines [][]byte
 	for line, err := range v.R.Tape.Lines(ctx, agent) {
 		if err != nil {
 			return nil, err
 		}
-		n++
-		rc, err := receipt.Parse(line)
-		if err != nil {
-			continue // listed by 'receipts' as unreadable; names no task here
+		lines = append(lines, bytes.Clone(line))
+	}
+	// Parsing a receipt checks its canonical form (decoded, re-encoded,
+	// compared): the lines are parsed in parallel.
+	parsed := make([]*receipt.Receipt, len(lines))
+	var wg sync.WaitGroup
+	workers := max(1, min(goruntime.GOMAXPROCS(0), len(lines)/256))
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(lines); i += workers {
+				if rc, err := receipt.Parse(lines[i]); err == nil {
+					parsed[i] = rc
+				} // else: listed by 'receipts' as unreadable; names no task here
+			}
+		}()
+	}
+	wg.Wait()
+	ti := &tapeIndex{index: map[int]int{}, byCommit: map[objects.CID]int{}}
+	for k, rc := range parsed {
+		if rc == nil {
+			continue
 		}
-		i := len(ti.receipts)
+		n, i := k+1, len(ti.receipts)
 		ti.receipts, ti.lines = append(ti.receipts, rc), append(ti.lines, n)
 		ti.index[n] = i
 		ti.byCommit[rc.Commit] = i
 		ti.byCommit[rc.TaskCommit] = i
 	}
 	return ti, nil
+}
+
+// prefetch reads, in the background and in parallel, the commits of the
+// landings rcs name (the newest first) into the repository's commit cache,
+// until ctx is done. Errors are left to the reads that need the commits.
+func (v *View) prefetch(ctx context.Context, rcs []*receipt.Receipt) {
+	if _, ok := v.R.Blocks.(*dag.CommitCache); !ok || len(rcs) < 64 {
+		return
+	}
+	workers := max(1, goruntime.GOMAXPROCS(0))
+	for w := range workers {
+		go func() {
+			for i := len(rcs) - 1 - w; i >= 0 && ctx.Err() == nil; i -= workers {
+				rc := rcs[i]
+				if rc.Merged() {
+					v.R.Commit(ctx, rc.Commit)
+				}
+				c := rc.TaskCommit
+				for range rc.Writes {
+					cm, err := v.R.Commit(ctx, c)
+					if err != nil || len(cm.Parents) == 0 || ctx.Err() != nil {
+						break
+					}
+					c = cm.Parents[0]
+				}
+			}
+		}()
+	}
 }
 
 func (ti *tapeIndex) landing(agent string, i int) repo.TaskLanding {

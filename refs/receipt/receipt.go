@@ -92,8 +92,19 @@ type Receipt struct {
 func (r *Receipt) Merged() bool { return r.Commit != r.TaskCommit }
 
 func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // strings always marshal
-	return append(b, q...)
+	// Printable ASCII that encoding/json writes as it is (no quote,
+	// backslash or HTML character, which it escapes) is quoted directly:
+	// the common case, and every CID and hash; anything else is what
+	// encoding/json writes.
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // strings always marshal
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func cidText(c objects.CID) string { return c.String() }
@@ -231,14 +242,16 @@ func Parse(line []byte) (*Receipt, error) {
 	if len(line) > MaxLen {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(line), MaxLen)
 	}
-	var j receiptJSON
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
+	j, ok := scanCanonical(line)
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&j); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+		if dec.More() {
+			return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
+		}
 	}
 	missing := []string{}
 	req := map[string]bool{"v": j.V != nil, "agent": j.Agent != nil, "task": j.Task != nil, "attempt": j.Attempt != nil,
@@ -292,6 +305,84 @@ func Parse(line []byte) (*Receipt, error) {
 	}
 	r.line = bytes.Clone(line)
 	return r, nil
+}
+
+// scanCanonical reads a line laid out as the canonical encoding is (every
+// member in order, strings with no escape): the common case, read without
+// reflection. It only finds the members' text: Parse re-encodes what it
+// reads and refuses a line that is not byte for byte its encoding, so a
+// line this reads wrongly is refused, never misread. ok is false for any
+// other line (then encoding/json reads it, and says what is wrong).
+func scanCanonical(line []byte) (j receiptJSON, ok bool) {
+	p := line
+	lit := func(s string) bool {
+		if !bytes.HasPrefix(p, []byte(s)) {
+			return false
+		}
+		p = p[len(s):]
+		return true
+	}
+	str := func(name string, dst **string) bool {
+		if !lit(`"` + name + `":"`) {
+			return false
+		}
+		i := bytes.IndexByte(p, '"')
+		if i < 0 || bytes.IndexByte(p[:i], '\\') >= 0 {
+			return false
+		}
+		s := string(p[:i])
+		*dst, p = &s, p[i+1:]
+		return lit(",") || len(p) > 0 && p[0] == '}'
+	}
+	num := func(name string, end byte) (int64, bool) {
+		if !lit(`"` + name + `":`) {
+			return 0, false
+		}
+		i := bytes.IndexByte(p, end)
+		if i <= 0 {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(string(p[:i]), 10, 64)
+		p = p[i+1:]
+		return n, err == nil
+	}
+	if !lit(`{"v":1,`) {
+		return receiptJSON{}, false
+	}
+	v := 1
+	j.V = &v
+	for _, m := range []struct {
+		name string
+		dst  **string
+	}{{"agent", &j.Agent}, {"task", &j.Task}, {"attempt", &j.Attempt}, {"model", &j.Model}, {"adapter", &j.Adapter},
+		{"parent", &j.Parent}, {"from", &j.From}, {"commit", &j.Commit}, {"taskCommit", &j.TaskCommit}} {
+		if !str(m.name, m.dst) {
+			return receiptJSON{}, false
+		}
+	}
+	w, ok := num("writes", ',')
+	if !ok || w != int64(int(w)) {
+		return receiptJSON{}, false
+	}
+	writes := int(w)
+	j.Writes = &writes
+	for _, m := range []struct {
+		name string
+		dst  **string
+	}{{"bundleBefore", &j.BundleBefore}, {"bundleAfter", &j.BundleAfter}, {"stateDeltaHash", &j.StateDeltaHash}} {
+		if !str(m.name, m.dst) {
+			return receiptJSON{}, false
+		}
+	}
+	t, ok := num("time", ',')
+	if !ok {
+		return receiptJSON{}, false
+	}
+	j.Time = &t
+	if !str("operator", &j.Operator) || !str("sig", &j.Sig) || string(p) != "}" {
+		return receiptJSON{}, false
+	}
+	return j, true
 }
 
 func sorted(s []string) []string {

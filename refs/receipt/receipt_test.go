@@ -174,3 +174,44 @@ func FuzzParse(f *testing.F) {
 		_ = p.Verify(p.Operator)
 	})
 }
+
+// appendJSONString writes every string as encoding/json does, its fast
+// path for plain ASCII included.
+func TestAppendJSONStringIsEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "task-7", "a b~c^d@e:f/g", "q\"uote", `back\slash`, "<html>&", "tab\t", "\x7f", "é", "\u2028", "\xff", "}{,"} {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Errorf("%q: %s, want %s", s, got, want)
+		}
+	}
+}
+
+// What scanCanonical reads of a line is what encoding/json reads of it,
+// wherever Parse accepts the line (Parse refuses any other line it reads).
+func FuzzScanCanonical(f *testing.F) {
+	r := fixedReceipt(f)
+	f.Add(r.Line())
+	f.Add([]byte(strings.Replace(string(r.Line()), "lumen", "lümen\u2028", 1)))
+	f.Add([]byte(strings.Replace(string(r.Line()), `"writes":`, `"writes":-0`, 1)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		j, ok := scanCanonical(b)
+		if !ok {
+			return
+		}
+		var slow receiptJSON
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		serr := dec.Decode(&slow)
+		if _, err := Parse(b); err != nil {
+			return
+		}
+		if serr != nil || dec.More() {
+			t.Fatalf("scanned and parsed, but encoding/json refuses it: %v", serr)
+		}
+		a, _ := json.Marshal(j)
+		c, _ := json.Marshal(slow)
+		if !bytes.Equal(a, c) {
+			t.Fatalf("scanned %s\nencoding/json %s", a, c)
+		}
+	})
+}

@@ -186,6 +186,7 @@ var workloads = []workload{
 	{12, "8 CLI readers beside a runtime landing tasks", w12Readers},
 	{13, "retention: forget --keep-last 100 after 10k tasks on a memory.db", w13Retention},
 	{14, "lineage sync: clone a 10k-commit history, pull one commit", w14Sync},
+	{15, "log --tasks over 10,000 runtime tasks (CLI)", w15Tasks},
 }
 
 // row is one line of the result table. Times are in the unit the row says.
