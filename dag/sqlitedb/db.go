@@ -89,6 +89,7 @@ func OpenPagesDB(ctx context.Context, p *Pages) (*DB, error) {
 	}
 	if err != nil {
 		fsys.Close()
+		p.Close()
 		return nil, err
 	}
 	d.conn = c
@@ -190,6 +191,7 @@ func (d *DB) Close() error {
 	if ferr := d.fsys.Close(); err == nil {
 		err = ferr
 	}
+	d.pages.Close()
 	return err
 }
 

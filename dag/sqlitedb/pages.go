@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -21,14 +22,20 @@ const HeaderSize = 100
 // Cache bounds. SQLite keeps its own page cache per connection; these only
 // spare the store repeated reads of the same chunk and chunk list.
 const (
-	chunkCacheSize = 64   // raw chunks (pages) kept
+	chunkCacheSize = 160  // raw chunks (pages) kept
 	maxIndexNodes  = 4096 // decoded chunk list nodes kept before the index is dropped and rebuilt lazily
+	readAhead      = 32   // pages fetched ahead of a sequential scan
 )
 
 // Pages reads a SQLite value's bytes at any offset straight from the block
 // store: the chunked file node's list nodes are decoded lazily, on the path to
 // the page asked for, and the last chunks read are cached. A value of at most
 // objects.ChunkThreshold bytes is one raw block and is held whole.
+//
+// A scan (pages read in order, as a full table scan or count(*) reads them)
+// has the next pages fetched ahead, at most GOMAXPROCS at a time: a chunk's
+// read from the store (a lookup, a decompression, a re-hash) is most of a
+// page's cost, and the scan then waits on one fetch instead of each.
 //
 // A chunked SQLite value is cut at every page boundary (docs/format.md §8),
 // so each raw chunk is one page: Pages checks that of every chunk it reads
@@ -49,6 +56,23 @@ type Pages struct {
 	nodes int        // decoded list nodes held under root
 	cache map[objects.CID][]byte
 	order []objects.CID // cache eviction order, oldest first
+
+	// Read-ahead.
+	pending map[objects.CID]*fetch // chunks being fetched ahead
+	last    int64                  // the page index read last
+	run     int                    // how many reads in a row were sequential
+	ahead   int64                  // the highest page index fetched ahead
+	sem     chan struct{}          // bounds the fetches in flight
+	wg      sync.WaitGroup
+	stop    context.Context // cancelled by Close
+	cancel  context.CancelFunc
+}
+
+// fetch is one chunk being read ahead; done is closed when data or err is set.
+type fetch struct {
+	done chan struct{}
+	data []byte
+	err  error
 }
 
 // indexNode is a decoded chunk node with the page index each child starts at.
@@ -64,7 +88,9 @@ type indexNode struct {
 // from 512 to 65536, and a length that is a whole number of pages. A value
 // that is not one gets an error wrapping ErrNotDatabase.
 func OpenPages(ctx context.Context, bs objects.BlockStore, value objects.CID) (*Pages, error) {
-	p := &Pages{bs: bs, value: value, cache: make(map[objects.CID][]byte)}
+	p := &Pages{bs: bs, value: value, cache: make(map[objects.CID][]byte), pending: make(map[objects.CID]*fetch),
+		last: -2, ahead: -1, sem: make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))}
+	p.stop, p.cancel = context.WithCancel(context.Background())
 	var first []byte
 	switch value.Codec() {
 	case objects.CodecRaw:
@@ -209,7 +235,8 @@ func (p *Pages) ReadAtContext(ctx context.Context, b []byte, off int64) (int, er
 	return n, nil
 }
 
-// pageLocked returns the page at 0-based index idx.
+// pageLocked returns the page at 0-based index idx (p.mu held; it may be
+// released while a fetch ahead of this read completes).
 func (p *Pages) pageLocked(ctx context.Context, idx int64) ([]byte, error) {
 	ps := int64(p.pageSize)
 	if p.whole != nil {
@@ -219,8 +246,25 @@ func (p *Pages) pageLocked(ctx context.Context, idx int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.scheduleAhead(ctx, idx)
 	if data, ok := p.cache[c]; ok {
 		return data, nil
+	}
+	if f, ok := p.pending[c]; ok {
+		p.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+		}
+		p.mu.Lock()
+		if data, ok := p.cache[c]; ok {
+			return data, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// The fetch failed or its chunk was evicted: read it here, for this
+		// read's own error.
 	}
 	data, err := p.bs.Get(ctx, c)
 	if err != nil {
@@ -231,6 +275,63 @@ func (p *Pages) pageLocked(ctx context.Context, idx int64) ([]byte, error) {
 	}
 	p.remember(c, data)
 	return data, nil
+}
+
+// scheduleAhead notes a read of page idx and, when the reads are a scan,
+// starts fetching the pages after it that are not held or on their way.
+func (p *Pages) scheduleAhead(ctx context.Context, idx int64) {
+	if idx == p.last+1 {
+		p.run++
+	} else if idx != p.last {
+		p.run, p.ahead = 0, idx
+	}
+	p.last = idx
+	if p.run < 2 || p.stop.Err() != nil {
+		return
+	}
+	end := min(idx+readAhead, p.PageCount()-1)
+	for j := max(idx+1, p.ahead+1); j <= end; j++ {
+		c, err := p.locate(ctx, j)
+		if err != nil {
+			return // the read of page j itself will say why
+		}
+		p.ahead = j
+		if _, ok := p.cache[c]; ok {
+			continue
+		}
+		if _, ok := p.pending[c]; ok {
+			continue
+		}
+		f := &fetch{done: make(chan struct{})}
+		p.pending[c] = f
+		p.wg.Add(1)
+		go p.fetchAhead(c, f)
+	}
+}
+
+// fetchAhead reads one chunk ahead of the scan into the cache.
+func (p *Pages) fetchAhead(c objects.CID, f *fetch) {
+	defer p.wg.Done()
+	select {
+	case p.sem <- struct{}{}:
+		f.data, f.err = p.bs.Get(p.stop, c)
+		<-p.sem
+	case <-p.stop.Done():
+		f.err = p.stop.Err()
+	}
+	p.mu.Lock()
+	delete(p.pending, c)
+	if f.err == nil && len(f.data) == p.pageSize {
+		p.remember(c, f.data)
+	}
+	p.mu.Unlock()
+	close(f.done)
+}
+
+// Close stops the fetches ahead of a scan and waits for them.
+func (p *Pages) Close() {
+	p.cancel()
+	p.wg.Wait()
 }
 
 func (p *Pages) remember(c objects.CID, data []byte) {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -517,4 +518,76 @@ func TestCellJSON(t *testing.T) {
 	if string(again) != want {
 		t.Fatalf("round trip: %s", again)
 	}
+}
+
+// failing is a block store that cannot read one block.
+type failing struct {
+	*memstore.Store
+	bad objects.CID
+}
+
+func (f failing) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	if c == f.bad {
+		return nil, &objects.NotFoundError{CID: c}
+	}
+	return f.Store.Get(ctx, c)
+}
+
+// TestPagesScans: scans from several goroutines at once (the reads ahead of
+// them racing their own reads) return the file's bytes; a page the store
+// cannot read is that read's error, the pages around it still read; Close
+// waits for the reads ahead.
+func TestPagesScans(t *testing.T) {
+	ctx := context.Background()
+	content := mustRead(t, memoryDB(t, 8000))
+	bs, v := store(t, content)
+	p, err := sqlitedb.OpenPages(ctx, bs, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int64(p.PageSize())
+	badPage := p.PageCount() / 2
+	badCID, err := p.PageCID(ctx, badPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := sqlitedb.OpenPages(ctx, failing{bs, badCID}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for n := int64(1); n <= p.PageCount(); n++ {
+				if g%2 == 1 { // two goroutines read backwards
+					n = p.PageCount() + 1 - n
+				}
+				page, err := p.Page(ctx, n)
+				if err != nil || !bytes.Equal(page, content[(n-1)*ps:n*ps]) {
+					errs <- fmt.Errorf("page %d: %v", n, err)
+					return
+				}
+				if g%2 == 1 {
+					n = p.PageCount() + 1 - n
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	for n := int64(1); n <= fp.PageCount(); n++ {
+		_, err := fp.Page(ctx, n)
+		if (n == badPage) != (err != nil) {
+			t.Fatalf("page %d of %d (the bad one %d): %v", n, fp.PageCount(), badPage, err)
+		}
+		if n == badPage && !errors.Is(err, objects.ErrNotFound) {
+			t.Fatalf("the bad page: %v", err)
+		}
+	}
+	fp.Close()
 }
