@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if p, err := lookPath("sqlite3"); err == nil {
 		cfg.sqlite3 = p
 	} else {
-		fmt.Fprintln(stderr, "bench: sqlite3 not found: workload 9 is skipped (apt-get install -y sqlite3)")
+		fmt.Fprintln(stderr, "bench: sqlite3 not found: workloads 9 and 16 are skipped (apt-get install -y sqlite3)")
 	}
 	if *work == "" {
 		if cfg.work, err = os.MkdirTemp("", "agentstate-bench-"); err != nil {
@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.only != nil && !cfg.only[w.n] {
 			continue
 		}
-		if w.n == 9 && cfg.sqlite3 == "" {
+		if (w.n == 9 || w.n == 16) && cfg.sqlite3 == "" {
 			rows = append(rows, row{id: "9", name: w.name, note: "skipped: sqlite3 not installed"})
 			continue
 		}
@@ -187,6 +187,7 @@ var workloads = []workload{
 	{13, "retention: forget --keep-last 100 after 10k tasks on a memory.db", w13Retention},
 	{14, "lineage sync: clone a 10k-commit history, pull one commit", w14Sync},
 	{15, "log --tasks over 10,000 runtime tasks (CLI)", w15Tasks},
+	{16, "first sql query at an old commit of a 64 MiB memory.db vs sqlite3 on a checkout", w16SQLQuery},
 }
 
 // row is one line of the result table. Times are in the unit the row says.
