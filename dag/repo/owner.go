@@ -231,8 +231,8 @@ const maxMoveRetries = 31
 // Undone is the outcome of an undo or a redo: the operation it reverted or
 // re-applied, and the log entry of the undo or redo itself.
 type Undone struct {
-	Target refs.Entry
-	Entry  refs.Entry
+	Target refs.Entry `json:"target"`
+	Entry  refs.Entry `json:"entry"`
 }
 
 // Undo moves HEAD back to where the newest not-yet-undone operation found
@@ -247,7 +247,18 @@ func (r *Repo) Redo(ctx context.Context, agent string) (Undone, error) {
 	return r.undoRedo(ctx, agent, true)
 }
 
+// Undoer is an optional ability of a Storage that undoes and redoes in
+// its own process: a served store's client, whose server takes the undo's
+// turn among its own writers of the agent (a client reading the operation
+// log across the wire could lose every race to a writer landing faster).
+type Undoer interface {
+	UndoRedo(ctx context.Context, agent string, redo bool) (Undone, error)
+}
+
 func (r *Repo) undoRedo(ctx context.Context, agent string, redo bool) (Undone, error) {
+	if u, ok := r.Storage.(Undoer); ok {
+		return u.UndoRedo(ctx, agent, redo)
+	}
 	// The newest operation when the undo lands is the one undone: against a
 	// live runtime, a landing between the read and the move makes it retry.
 	return retryMoved(ctx, func() (Undone, error) {

@@ -54,13 +54,14 @@ const (
 	RPCTrustKeys   = "/agentstate.v1/TrustKeys"
 	RPCSetTag      = "/agentstate.v1/SetTag"
 	RPCDeleteTag   = "/agentstate.v1/DeleteTag"
+	RPCUndo        = "/agentstate.v1/Undo"
 	RPCExec        = execwire.RPCExec // bidirectional stream
 )
 
 // Writes lists the RPCs a read-only token may not call.
 var Writes = map[string]bool{
 	RPCPut: true, RPCSwapHead: true, RPCGC: true, RPCForget: true, RPCAdoptCuts: true, RPCAppendLines: true, RPCSetMeta: true, RPCDeleteMeta: true, RPCExec: true,
-	RPCLearnKeys: true, RPCTrustKeys: true, RPCSetTag: true, RPCDeleteTag: true,
+	RPCLearnKeys: true, RPCTrustKeys: true, RPCSetTag: true, RPCDeleteTag: true, RPCUndo: true,
 }
 
 // OperatorOnly lists the RPCs only the store's operator may call: over the
@@ -82,6 +83,10 @@ const (
 	CodeBadLanding   = 108                 // repo.ErrBadLanding: a HEAD move onto a tree the reader refuses
 	CodeTagExists    = 109                 // repo.ErrTagExists: the tag names another commit
 	CodeCorrupt      = 110                 // objects.ErrHashMismatch: the server's copy of a block is corrupt
+	CodeNothingUndo  = 111                 // refs.ErrNothingUndo
+	CodeNothingRedo  = 112                 // refs.ErrNothingRedo
+	CodeHorizon      = 113                 // repo.ErrHorizon: an undo would reach a state a forget cut
+	CodeNoAgent      = 114                 // refs.ErrNoAgent
 )
 
 // Token is the metadata key of the bearer token (TCP listeners).
@@ -105,6 +110,7 @@ type Req struct {
 	Agents []string `cbor:"14,keyasint,omitempty"`
 	Exact  bool     `cbor:"15,keyasint,omitempty"` // DeleteMetaPrefix: the one record named, not a prefix
 	Force  bool     `cbor:"16,keyasint,omitempty"` // SetTag: move an existing tag
+	Redo   bool     `cbor:"17,keyasint,omitempty"` // Undo: re-apply the newest undone operation instead
 }
 
 // Block is a CID and its bytes.

@@ -266,6 +266,26 @@ var calls = map[string]call{
 		}
 		return send(&rpcwire.Resp{OK: ok})
 	},
+	// Undo undoes (Redo: redoes) the agent's newest operation in the
+	// server, taking turns with the server's own writers of the agent.
+	rpcwire.RPCUndo: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
+		if err := agentArg(q.Agent); err != nil {
+			return err
+		}
+		do := s.r.Undo
+		if q.Redo {
+			do = s.r.Redo
+		}
+		u, err := do(ctx, q.Agent)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(u)
+		if err != nil {
+			return err
+		}
+		return send(&rpcwire.Resp{Data: data})
+	},
 	rpcwire.RPCMetaPrefix: func(ctx context.Context, s *Server, q *rpcwire.Req, send func(*rpcwire.Resp) error) error {
 		if err := metaArg(q.Name, true); err != nil {
 			return err

@@ -436,6 +436,14 @@ func localError(ctx context.Context, err error) error {
 		sentinel = repo.ErrTagExists
 	case rpcwire.CodeCorrupt:
 		sentinel = objects.ErrHashMismatch
+	case rpcwire.CodeNothingUndo:
+		sentinel = refs.ErrNothingUndo
+	case rpcwire.CodeNothingRedo:
+		sentinel = refs.ErrNothingRedo
+	case rpcwire.CodeHorizon:
+		sentinel = repo.ErrHorizon
+	case rpcwire.CodeNoAgent:
+		sentinel = refs.ErrNoAgent
 	default:
 		if drpc.ClosedError.Has(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 			return fmt.Errorf("remote: the server closed the connection (it went away, or it is at its connection limits: its log says which): %w", err)
@@ -765,6 +773,26 @@ var _ repo.TagWriter = (*Client)(nil)
 func (c *Client) WriteTag(ctx context.Context, agent, name string, id objects.CID, move bool) error {
 	_, err := c.invoke(ctx, rpcwire.RPCSetTag, &rpcwire.Req{Agent: agent, Name: name, CID: id.Bytes(), Force: move})
 	return err
+}
+
+var _ repo.Undoer = (*Client)(nil)
+
+// UndoRedo undoes (redo: redoes) agent's newest operation in the server
+// (a repo.Undoer: repo.Undo and Redo go through it), where it takes turns
+// with the server's own writers instead of racing them by compare-and-swap.
+func (c *Client) UndoRedo(ctx context.Context, agent string, redo bool) (repo.Undone, error) {
+	r, err := c.invoke(ctx, rpcwire.RPCUndo, &rpcwire.Req{Agent: agent, Redo: redo})
+	if err != nil {
+		return repo.Undone{}, err
+	}
+	var u repo.Undone
+	if err := json.Unmarshal(r.Data, &u); err != nil {
+		return repo.Undone{}, fmt.Errorf("remote: the server's undo answer is unreadable: %w", err)
+	}
+	if u.Entry.Agent != agent || (u.Entry.Op != refs.OpUndo && u.Entry.Op != refs.OpRedo) {
+		return repo.Undone{}, fmt.Errorf("remote: the server answered an undo of %q with entry %d (%s) of %q", agent, u.Entry.Seq, u.Entry.Op, u.Entry.Agent)
+	}
+	return u, nil
 }
 
 // RemoveTag deletes a tag record in the server (repo.DeleteTag), and

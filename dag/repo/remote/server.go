@@ -426,6 +426,14 @@ func wireError(err error) error {
 		code = rpcwire.CodeBadLanding
 	case errors.Is(err, repo.ErrTagExists):
 		code = rpcwire.CodeTagExists
+	case errors.Is(err, refs.ErrNothingUndo):
+		code = rpcwire.CodeNothingUndo
+	case errors.Is(err, refs.ErrNothingRedo):
+		code = rpcwire.CodeNothingRedo
+	case errors.Is(err, repo.ErrHorizon):
+		code = rpcwire.CodeHorizon
+	case errors.Is(err, refs.ErrNoAgent):
+		code = rpcwire.CodeNoAgent
 	case errors.Is(err, errBadRequest):
 		code = rpcwire.CodeBadRequest
 	}
