@@ -102,6 +102,7 @@ func (e *env) main(args []string) int {
 	e.color = e.tty && e.getenv("NO_COLOR") == "" && e.getenv("TERM") != "dumb"
 	stderr := e.stderr
 	app := newApp(e, args)
+	args = reorderArgs(app, args)
 	if e.served != nil {
 		args = envFlags(app, args, e.getenv)
 	}

@@ -118,8 +118,8 @@ func getwd() string {
 	return wd
 }
 
-// GlobalFlags are the names of agentstate's flags before the command;
-// every one takes a value. (internal/cli's TestFrontKnowsGlobalFlags holds
+// GlobalFlags are the names of agentstate's global flags; every one takes
+// a value. (internal/cli's TestFrontKnowsGlobalFlags holds
 // the list to the command line's own.)
 var GlobalFlags = []string{"store", "agent", "remote"}
 
@@ -132,10 +132,15 @@ func servedSocket(args []string, wd string) string {
 	if v, _ := syscall.Getenv("AGENTSTATE_REMOTE"); v != "" {
 		return ""
 	}
+	// A global flag may come anywhere before a "--", after the command too
+	// (internal/cli's reorderArgs moves it before the command).
 	for i := 1; i < len(args); i++ {
 		a := args[i]
-		if !hasPrefix(a, "-") || a == "-" || a == "--" {
+		if a == "--" {
 			break
+		}
+		if !hasPrefix(a, "-") || a == "-" {
+			continue
 		}
 		name := a
 		for hasPrefix(name, "-") {

@@ -175,7 +175,10 @@ func TestServedSocket(t *testing.T) {
 		{[]string{"agentstate", "--store", "/s", "log"}, sub, nil, "/s/agentstate.sock"},              // --store
 		{[]string{"agentstate", "--store=rel", "log"}, sub, nil, "rel/agentstate.sock"},               // relative, as given
 		{[]string{"agentstate", "--agent", "x", "--store=/s", "log"}, sub, nil, "/s/agentstate.sock"}, // after another flag
-		{[]string{"agentstate", "log", "--store=/s"}, sub, nil, sock},                                 // a command's flag, not the global one
+		{[]string{"agentstate", "log", "--store=/s"}, sub, nil, "/s/agentstate.sock"},                 // after the command
+		{[]string{"agentstate", "log", "HEAD", "-n", "1", "--store", "/s"}, sub, nil, "/s/agentstate.sock"},
+		{[]string{"agentstate", "get", "--", "--store=/s"}, sub, nil, sock}, // after --: an argument
+		{[]string{"agentstate", "log", "HEAD", "--remote", "h:1"}, sub, nil, ""},
 		{[]string{"agentstate", "log"}, sub, map[string]string{"AGENTSTATE_STORE": "/e"}, "/e/agentstate.sock"},
 		{[]string{"agentstate", "--remote", "h:1", "log"}, sub, nil, ""}, // --remote: the engine
 		{[]string{"agentstate", "log"}, sub, map[string]string{"AGENTSTATE_REMOTE": "h:1"}, ""},
