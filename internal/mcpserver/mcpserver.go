@@ -46,14 +46,24 @@ const Source = "mcp"
 
 // NewServer returns an MCP server over v (nil when o.Open gives the views).
 func NewServer(v *inspect.View, o Options) *sdk.Server {
+	s, _ := newServer(v, o)
+	return s
+}
+
+func newServer(v *inspect.View, o Options) (*sdk.Server, *subs) {
 	if o.Version == "" {
 		o.Version = "1"
 	}
+	h := &handlers{v: v, o: o}
+	sub := newSubs(h)
 	s := sdk.NewServer(&sdk.Implementation{Name: "agentstate", Version: o.Version}, &sdk.ServerOptions{
+		CompletionHandler:  h.complete,    // complete.go
+		SubscribeHandler:   sub.subscribe, // subscribe.go
+		UnsubscribeHandler: sub.unsubscribe,
 		Instructions: "agentstate keeps an agent's brain (skills, memory, prompt, key-value state) as a content-addressed history. " +
 			"Revisions: HEAD, HEAD~N, HEAD^2, a commit CID (10+ characters), a tag, task:ID (the commit a task landed; task:ID@ATTEMPT). Values are also resources: agentstate://AGENT/REV/KEY.",
 	})
-	h := &handlers{v: v, o: o}
+	sub.srv = s
 	// Outputs are 'any' to the SDK: CIDs are JSON strings, which a schema
 	// inferred from their Go struct would call objects.
 	sdk.AddTool(s, &sdk.Tool{Name: "list_agents", Description: "List the agents in the store with their HEAD commit, last message and bundle hash."}, h.listAgents)
@@ -75,9 +85,9 @@ func NewServer(v *inspect.View, o Options) *sdk.Server {
 		sdk.AddTool(s, &sdk.Tool{Name: "undo", Description: "Revert the agent's last operation (HEAD moves back; it can be redone from the command line)."}, h.undo)
 		sdk.AddTool(s, &sdk.Tool{Name: "fork", Description: "Start a new agent at a revision of another: O(1), history shared."}, h.fork)
 	}
-	s.AddResourceTemplate(&sdk.ResourceTemplate{Name: "value", URITemplate: "agentstate://{agent}/{rev}/{+key}",
+	s.AddResourceTemplate(&sdk.ResourceTemplate{Name: "value", URITemplate: ValueTemplate,
 		Description: "A key's value at a revision of an agent (rev percent-encoded: HEAD%7E2 for HEAD~2).", MIMEType: "application/octet-stream"}, h.resource)
-	return s
+	return s, sub
 }
 
 // Handler serves MCP over streamable HTTP: a read-only server for requests
@@ -458,20 +468,29 @@ func (h *handlers) fork(ctx context.Context, _ *sdk.CallToolRequest, in forkIn) 
 	return nil, out, err
 }
 
+// parseValueURI reads agentstate://AGENT/REV/KEY (REV percent-decoded).
+func parseValueURI(uri string) (agent, rev, key string, ok bool) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "agentstate" || u.Host == "" {
+		return "", "", "", false
+	}
+	rev, key, ok = strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	if !ok || rev == "" || key == "" {
+		return "", "", "", false
+	}
+	return u.Host, rev, key, true
+}
+
 // resource reads agentstate://AGENT/REV/KEY.
 func (h *handlers) resource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
-	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "agentstate" || u.Host == "" {
-		return nil, sdk.ResourceNotFoundError(uri)
-	}
-	rev, key, ok := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-	if !ok || rev == "" || key == "" {
+	agent, rev, key, ok := parseValueURI(uri)
+	if !ok {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	var v inspect.Value
-	err = h.with(ctx, false, func(vw *inspect.View) (err error) {
-		v, err = vw.Get(ctx, u.Host, rev, key, MaxInline)
+	err := h.with(ctx, false, func(vw *inspect.View) (err error) {
+		v, err = vw.Get(ctx, agent, rev, key, MaxInline)
 		return err
 	})
 	if errors.Is(err, inspect.ErrNotFound) || errors.Is(err, inspect.ErrBadRequest) {
