@@ -163,7 +163,7 @@ func sqlError(key string, at objects.CID, err error) error {
 	case errors.Is(err, sqlitedb.ErrNotDatabase):
 		return &kindError{ErrBadRequest, fmt.Errorf("%s at %s is not a SQLite database: %w", key, at.Short(), err)}
 	case errors.Is(err, sqlitedb.ErrCorrupt), errors.Is(err, sqlitedb.ErrRefused),
-		errors.Is(err, sqlitedb.ErrTimeout), errors.Is(err, sqlitedb.ErrQuery):
+		errors.Is(err, sqlitedb.ErrTimeout), errors.Is(err, sqlitedb.ErrQuery), errors.Is(err, sqlitedb.ErrTooLarge):
 		return &kindError{ErrBadRequest, fmt.Errorf("%s at %s: %w", key, at.Short(), err)}
 	}
 	return classify(err)

@@ -178,6 +178,8 @@ func guard(c *sqlite.Conn) error {
 // Close closes the database and unregisters the value's file system. Every
 // Conn must have been released first.
 func (d *DB) Close() error {
+	d.qmu.Lock() // a Query in progress finishes first
+	defer d.qmu.Unlock()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.conns > 0 {
@@ -200,7 +202,7 @@ func (d *DB) classify(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{ErrRefused, ErrTimeout, ErrCorrupt, ErrNotDatabase, ErrQuery} {
+	for _, e := range []error{ErrRefused, ErrTimeout, ErrCorrupt, ErrNotDatabase, ErrQuery, ErrTooLarge} {
 		if errors.Is(err, e) {
 			return err
 		}
@@ -221,6 +223,8 @@ func (d *DB) classify(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %s", ErrCorrupt, msg)
 	case sqlite.ResultAuth, sqlite.ResultReadOnly, sqlite.ResultPerm:
 		return fmt.Errorf("%w: %s", ErrRefused, msg)
+	case sqlite.ResultNoMem, sqlite.ResultTooBig:
+		return fmt.Errorf("%w: %s", ErrTooLarge, msg)
 	case sqlite.ResultInterrupt:
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return ctx.Err()

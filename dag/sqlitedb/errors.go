@@ -22,6 +22,9 @@ var (
 	ErrRefused = errors.New("sqlitedb: statement refused")
 	// ErrTimeout: the query ran past its time limit and was interrupted.
 	ErrTimeout = errors.New("sqlitedb: query time limit reached")
+	// ErrTooLarge: the result would hold more bytes than the limit, or
+	// SQLite ran out of the memory a query may use.
+	ErrTooLarge = errors.New("sqlitedb: result too large")
 	// ErrQuery: SQLite refused or failed the query (a syntax error, no such
 	// table, a value over the length limit, ...).
 	ErrQuery = errors.New("sqlitedb: query failed")

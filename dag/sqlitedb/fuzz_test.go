@@ -36,7 +36,7 @@ func FuzzOpen(f *testing.F) {
 		if err == nil {
 			return
 		}
-		for _, e := range []error{sqlitedb.ErrNotDatabase, sqlitedb.ErrCorrupt, sqlitedb.ErrQuery, sqlitedb.ErrRefused, sqlitedb.ErrTimeout} {
+		for _, e := range []error{sqlitedb.ErrNotDatabase, sqlitedb.ErrCorrupt, sqlitedb.ErrQuery, sqlitedb.ErrRefused, sqlitedb.ErrTimeout, sqlitedb.ErrTooLarge} {
 			if errors.Is(err, e) {
 				return
 			}

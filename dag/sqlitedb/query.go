@@ -183,14 +183,16 @@ func FormatReal(f float64) string {
 
 // Limits bound one query. Zero fields take the defaults.
 type Limits struct {
-	MaxRows int           // rows returned at most (DefaultMaxRows)
-	Timeout time.Duration // time the query may run (DefaultTimeout)
+	MaxRows  int           // rows returned at most (DefaultMaxRows)
+	Timeout  time.Duration // time the query may run (DefaultTimeout)
+	MaxBytes int           // text and blob bytes a result holds at most (DefaultMaxBytes)
 }
 
 // Defaults of Limits.
 const (
-	DefaultMaxRows = 10000
-	DefaultTimeout = 10 * time.Second
+	DefaultMaxRows  = 10000
+	DefaultTimeout  = 10 * time.Second
+	DefaultMaxBytes = 64 << 20
 )
 
 // Result is the outcome of one query.
@@ -215,6 +217,9 @@ func (d *DB) Query(ctx context.Context, query string, lim Limits) (*Result, erro
 	if lim.Timeout <= 0 {
 		lim.Timeout = DefaultTimeout
 	}
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = DefaultMaxBytes
+	}
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	d.mu.Lock()
@@ -228,7 +233,7 @@ func (d *DB) Query(ctx context.Context, query string, lim Limits) (*Result, erro
 	defer d.qmu.Unlock()
 	c.SetInterrupt(ctx.Done())
 	defer c.SetInterrupt(nil)
-	res, err := runQuery(c, query, lim.MaxRows)
+	res, err := runQuery(c, query, lim)
 	if err != nil {
 		return nil, d.classify(ctx, err)
 	}
@@ -236,7 +241,7 @@ func (d *DB) Query(ctx context.Context, query string, lim Limits) (*Result, erro
 }
 
 // runQuery prepares and steps one statement on c.
-func runQuery(c *sqlite.Conn, query string, maxRows int) (*Result, error) {
+func runQuery(c *sqlite.Conn, query string, lim Limits) (*Result, error) {
 	st, trailing, err := c.PrepareTransient(query)
 	if err != nil {
 		return nil, err
@@ -253,6 +258,7 @@ func runQuery(c *sqlite.Conn, query string, maxRows int) (*Result, error) {
 	for i := range n {
 		res.Columns[i] = st.ColumnName(i)
 	}
+	size := 0
 	for {
 		ok, err := st.Step()
 		if err != nil {
@@ -261,13 +267,17 @@ func runQuery(c *sqlite.Conn, query string, maxRows int) (*Result, error) {
 		if !ok {
 			break
 		}
-		if len(res.Rows) == maxRows {
+		if len(res.Rows) == lim.MaxRows {
 			res.Truncated = true
 			break
 		}
 		row := make([]Cell, n)
 		for i := range n {
 			row[i] = cellAt(st, i)
+			size += len(row[i].Text) + len(row[i].Blob)
+		}
+		if size > lim.MaxBytes {
+			return nil, fmt.Errorf("%w: the result passed %d bytes of text and blobs at row %d (ask for fewer rows or columns)", ErrTooLarge, lim.MaxBytes, len(res.Rows)+1)
 		}
 		res.Rows = append(res.Rows, row)
 	}

@@ -321,7 +321,7 @@ func TestLimits(t *testing.T) {
 	if err != nil || len(res.Rows) != 3 || res.Truncated {
 		t.Fatalf("exactly the limit: %v rows, truncated %v, %v", len(res.Rows), res.Truncated, err)
 	}
-	if _, err := db.Query(ctx, "SELECT zeroblob(100000000)", sqlitedb.Limits{}); !errors.Is(err, sqlitedb.ErrQuery) {
+	if _, err := db.Query(ctx, "SELECT zeroblob(100000000)", sqlitedb.Limits{}); !errors.Is(err, sqlitedb.ErrTooLarge) {
 		t.Fatalf("a blob over the length limit: %v", err)
 	}
 }
@@ -590,4 +590,22 @@ func TestPagesScans(t *testing.T) {
 		}
 	}
 	fp.Close()
+}
+
+// TestResultBytes: a result is bounded in bytes as in rows: rows of big
+// blobs stop the query with ErrTooLarge before memory goes.
+func TestResultBytes(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, mustRead(t, memoryDB(t, 100)))
+	_, err := db.Query(ctx, "SELECT zeroblob(30000000) FROM messages", sqlitedb.Limits{})
+	if !errors.Is(err, sqlitedb.ErrTooLarge) || !strings.Contains(err.Error(), "at row 3") {
+		t.Fatalf("rows of 30 MB blobs: %v", err)
+	}
+	res, err := db.Query(ctx, "SELECT zeroblob(30000000) FROM messages LIMIT 1", sqlitedb.Limits{})
+	if err != nil || len(res.Rows[0][0].Blob) != 30000000 {
+		t.Fatalf("one 30 MB blob: %v", err)
+	}
+	if _, err := db.Query(ctx, "SELECT body FROM messages", sqlitedb.Limits{MaxBytes: 1000}); !errors.Is(err, sqlitedb.ErrTooLarge) {
+		t.Fatalf("MaxBytes 1000: %v", err)
+	}
 }
