@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/sqlitedb"
 	"github.com/agentstate/agentstate/export/snapshot"
 )
 
@@ -32,6 +33,12 @@ func hint(err error) string {
 		return "run 'agentstate verify'"
 	case errors.Is(err, inspect.ErrRevertConflict):
 		return "revert only the other keys with 'agentstate revert REV -- KEY...', or see 'agentstate revert --dry-run REV'"
+	case errors.Is(err, sqlitedb.ErrRefused):
+		return "'agentstate sql' only reads: one SELECT, or a PRAGMA that reports, at a time"
+	case errors.Is(err, sqlitedb.ErrTimeout):
+		return "raise --timeout, or narrow the query"
+	case errors.Is(err, sqlitedb.ErrTooLarge):
+		return "add LIMIT, or select fewer columns"
 	case errors.As(err, &unbound):
 		return "'restore --blob " + string(unbound.Blob) + "' restores exactly that blob"
 	}
