@@ -255,13 +255,14 @@ var readPragmas = map[string]bool{
 }
 
 // authorize allows reading alone: SELECT, reading columns, recursive CTEs,
-// functions (load_extension is off in the library itself), read
-// transactions and the PRAGMAs above. Everything else (writes, schema
-// changes, ATTACH and DETACH, ANALYZE, REINDEX, virtual table creation,
-// savepoints) is denied.
+// functions (load_extension is off in the library itself) and the PRAGMAs
+// above. Everything else (writes, schema changes, ATTACH and DETACH,
+// ANALYZE, REINDEX, virtual table creation, transactions and savepoints: an
+// immutable database needs none, and a transaction left open would outlive
+// its statement on a shared connection) is denied.
 func authorize(a sqlite.Action) sqlite.AuthResult {
 	switch a.Type() {
-	case sqlite.OpSelect, sqlite.OpRead, sqlite.OpRecursive, sqlite.OpFunction, sqlite.OpTransaction:
+	case sqlite.OpSelect, sqlite.OpRead, sqlite.OpRecursive, sqlite.OpFunction:
 		return sqlite.AuthResultOK
 	case sqlite.OpPragma:
 		takesArg, ok := readPragmas[strings.ToLower(a.Pragma())]
