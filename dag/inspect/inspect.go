@@ -325,6 +325,10 @@ type Change struct {
 	Binary bool   `json:"binary,omitempty"`
 	Large  bool   `json:"large,omitempty"`
 	Patch  string `json:"patch,omitempty"`
+	// Rows is a SQLite value's change by table (DiffRows); RowsError says
+	// why it could not be computed.
+	Rows      *RowDiff `json:"rows,omitempty"`
+	RowsError string   `json:"rowsError,omitempty"`
 }
 
 // Shown is a commit and what it changed against its first parent.

@@ -54,6 +54,9 @@ type env struct {
 	gatesOwnWrites bool
 	// action is the command the parse chose, run after parsing (see main).
 	action func() error
+	// args is the command line as given (for what follows a "--", which
+	// the flag parser consumes).
+	args []string
 }
 
 // parseMu serialises command-line parsing within a process (see env.main).
@@ -99,6 +102,7 @@ func (e *env) path(p string) string {
 }
 
 func (e *env) main(args []string) int {
+	e.args = args
 	e.color = e.tty && e.getenv("NO_COLOR") == "" && e.getenv("TERM") != "dumb"
 	stderr := e.stderr
 	app := newApp(e, args)

@@ -4,42 +4,60 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/sqlitedb"
+	"github.com/agentstate/agentstate/dag/sqlitedb/rowdiff"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
 
 func newDiffCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD); task:ID alone: the task's whole change", ArgsUsage: "REV [REV2]",
-		Flags:  []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary"}, patchFlag(), jsonFlag()},
+	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD; no REV: what HEAD changed); task:ID alone: the task's whole change; SQLite values by table", ArgsUsage: "[REV [REV2]] [-- KEY...]",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary (a SQLite value: rows per table)"}, patchFlag(), jsonFlag(),
+			&cli.BoolFlag{Name: "sql", Usage: "print SQL that turns each changed SQLite value's old database into the new (as sqldiff)"}},
 		Action: e.diffAction}
 }
 
 type diffOptions struct {
 	readOpts
-	Stat, Patch, JSON bool
+	Stat, Patch, JSON, SQL bool
+	Keys                   []string // only these keys (none: all)
 }
 
 func (e *env) diffAction(c *cli.Context) error {
-	if err := nargs(c, 1, 2); err != nil {
-		return err
+	args := c.Args().Slice()
+	o := diffOptions{Stat: c.Bool("stat"), Patch: c.Bool("patch"), JSON: c.Bool("json"), SQL: c.Bool("sql")}
+	// What follows "--" on the command line is keys.
+	if i := slices.Index(e.args, "--"); i >= 0 {
+		o.Keys = slices.Clone(e.args[i+1:])
+		args = args[:max(0, len(args)-len(o.Keys))]
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--" })
 	}
-	o := diffOptions{Stat: c.Bool("stat"), Patch: c.Bool("patch"), JSON: c.Bool("json")}
+	if len(args) > 2 {
+		return usagef("diff: takes at most 2 revisions, REV [REV2] (keys go after --)")
+	}
 	return e.withRepoRead(func(r *repo.Repo) error {
 		o.readOpts = e.readOpts(r)
-		return runDiff(e.ctx, o, c.Args().Slice(), e.stdout)
+		return runDiff(e.ctx, o, args, e.stdout)
 	})
 }
 
 // runDiff renders the read model's diff (inspect.View.Diff; --json is its
-// []inspect.Change) from args[0] to args[1] (default HEAD). Sizes come from
-// the tree and the values' file nodes; content is read only for -p.
+// []inspect.Change) from args[0] to args[1] (default HEAD; no args: HEAD's
+// first parent to HEAD). Sizes come from the tree and the values' file
+// nodes; content is read only for -p, and a SQLite value's pages only
+// where they differ (inspect.View.DiffRows) for --stat, -p, --json, --sql.
 func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) error {
-	if len(args) < 1 || len(args) > 2 {
-		return usagef("diff: takes 1 to 2 arguments, REV [REV2]")
+	if len(args) > 2 {
+		return usagef("diff: takes at most 2 revisions, REV [REV2]")
+	}
+	if len(args) == 0 {
+		args = []string{"HEAD~1"}
 	}
 	to := "HEAD"
 	if len(args) == 2 && args[1] != "" {
@@ -59,7 +77,39 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 	if err != nil {
 		return err
 	}
+	if len(o.Keys) > 0 {
+		for _, k := range o.Keys {
+			if err := objects.ValidateKey(k); err != nil {
+				return err
+			}
+		}
+		changes = slices.DeleteFunc(changes, func(c inspect.Change) bool { return !slices.Contains(o.Keys, c.Path) })
+	}
+	if o.Stat || o.Patch || o.JSON || o.SQL {
+		if err := o.View.DiffRows(ctx, changes); err != nil {
+			return err
+		}
+	}
 	switch {
+	case o.SQL:
+		n := 0
+		for _, ch := range changes {
+			if ch.RowsError != "" {
+				return fmt.Errorf("diff: %s: %s", termsafe.Line(ch.Path), termsafe.Line(ch.RowsError))
+			}
+			if ch.Rows == nil {
+				continue
+			}
+			n++
+			sql := ch.Rows.SQL()
+			if len(changes) > 1 {
+				fmt.Fprintf(out, "-- %s\n", termsafe.Line(ch.Path))
+			}
+			fmt.Fprint(out, sql)
+		}
+		if n == 0 {
+			return fmt.Errorf("diff: --sql: no SQLite value changed")
+		}
 	case o.JSON:
 		return e.writeJSON(changes)
 	case o.Patch:
@@ -74,6 +124,7 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 				return fmt.Sprint(n)
 			}
 			fmt.Fprintf(out, " %s %s | %s -> %s bytes\n", changeLetter[ch.Change], termsafe.Line(ch.Path), size(ch.Old, ch.OldSize), size(ch.New, ch.NewSize))
+			printRowStat(out, ch)
 			switch ch.Change {
 			case objects.Added:
 				added++
@@ -88,4 +139,100 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 		e.printChanges(changes)
 	}
 	return nil
+}
+
+// printRowStat prints a SQLite value's change per table under its key's
+// --stat line.
+func printRowStat(out io.Writer, ch inspect.Change) {
+	if ch.RowsError != "" {
+		fmt.Fprintf(out, "     (rows not compared: %s)\n", termsafe.Line(ch.RowsError))
+		return
+	}
+	if ch.Rows == nil {
+		return
+	}
+	for _, s := range ch.Rows.Schema {
+		fmt.Fprintf(out, "     schema: %s %s %s\n", s.Change, s.Type, termsafe.Line(s.Name))
+	}
+	for _, t := range ch.Rows.Tables {
+		fmt.Fprintf(out, "     table %s: %d inserted, %d updated, %d deleted\n", termsafe.Line(t.Name), t.Inserted, t.Updated, t.Deleted)
+	}
+}
+
+// printRows prints a SQLite value's change by table (diff -p): schema
+// changes, then each table's rows, "+" inserted, "-" deleted, "~" updated
+// with the changed columns' old and new values. Values are escaped for
+// the terminal, as keys are.
+func (e *env) printRows(ch inspect.Change) {
+	if ch.RowsError != "" {
+		fmt.Fprintf(e.stdout, "rows not compared: %s\n", termsafe.Line(ch.RowsError))
+		return
+	}
+	d := ch.Rows
+	for _, s := range d.Schema {
+		switch s.Change {
+		case "removed":
+			fmt.Fprintln(e.stdout, e.paint("31", "- "+termsafe.Line(s.OldSQL)))
+		case "added":
+			fmt.Fprintln(e.stdout, e.paint("32", "+ "+termsafe.Line(s.NewSQL)))
+		default:
+			fmt.Fprintln(e.stdout, e.paint("31", "- "+termsafe.Line(s.OldSQL)))
+			fmt.Fprintln(e.stdout, e.paint("32", "+ "+termsafe.Line(s.NewSQL)))
+		}
+	}
+	for _, t := range d.Tables {
+		fmt.Fprintln(e.stdout, e.paint("36", fmt.Sprintf("@@ table %s (%s): %d inserted, %d updated, %d deleted @@", termsafe.Line(t.Name), t.Kind, t.Inserted, t.Updated, t.Deleted)))
+		oldCols := t.OldColumns
+		if oldCols == nil {
+			oldCols = t.Columns
+		}
+		for _, r := range t.Rows {
+			key := "" // a WITHOUT ROWID table's key is among its columns
+			if len(t.Key) == 1 && t.Key[0] == "rowid" {
+				key = cellsText(t.Key, r.Key) + " "
+			}
+			switch r.Change {
+			case "insert":
+				fmt.Fprintln(e.stdout, e.paint("32", "+ "+key+cellsText(t.Columns, r.New)))
+			case "delete":
+				fmt.Fprintln(e.stdout, e.paint("31", "- "+key+cellsText(oldCols, r.Old)))
+			default:
+				var parts []string
+				for _, c := range r.Changed {
+					was, now := "(none)", "(none)"
+					if i := slices.Index(oldCols, c); i >= 0 {
+						was = cellText(r.Old[i])
+					}
+					if i := slices.Index(t.Columns, c); i >= 0 {
+						now = cellText(r.New[i])
+					}
+					parts = append(parts, termsafe.Line(c)+": "+was+" -> "+now)
+				}
+				fmt.Fprintln(e.stdout, e.paint("33", "~ "+cellsText(t.Key, r.Key)+" "+strings.Join(parts, ", ")))
+			}
+		}
+	}
+}
+
+func cellsText(names []string, cells []sqlitedb.Cell) string {
+	parts := make([]string, len(cells))
+	for i, c := range cells {
+		n := "?"
+		if i < len(names) {
+			n = names[i]
+		}
+		parts[i] = termsafe.Line(n) + "=" + cellText(c)
+	}
+	return strings.Join(parts, " ")
+}
+
+// cellText writes a cell as a SQL literal would read, escaped for the
+// terminal: text quoted, a blob as X'hex', NULL as NULL; past 200 bytes it
+// is cut, saying how long it is (--json and --sql give it whole).
+func cellText(c sqlitedb.Cell) string {
+	s := rowdiff.Literal(c)
+	if len(s) > 200 {
+		s = fmt.Sprintf("%s... (%d bytes)", s[:200], len(s))
+	}
+	return termsafe.Line(s)
 }

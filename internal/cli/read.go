@@ -57,6 +57,10 @@ func (e *env) printPatch(changes []inspect.Change) {
 	for _, ch := range changes {
 		path := termsafe.Line(ch.Path)
 		fmt.Fprintln(e.stdout, e.paint("1", "diff a/"+path+" b/"+path))
+		if ch.Rows != nil || ch.RowsError != "" {
+			e.printRows(ch) // a SQLite value, by table
+			continue
+		}
 		if ch.Large || ch.Binary {
 			fmt.Fprintf(e.stdout, "Binary or large values differ (%d -> %d bytes)\n", ch.OldSize, ch.NewSize)
 			continue

@@ -1,0 +1,85 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentstate/agentstate/dag/sqlitedb"
+	"github.com/agentstate/agentstate/dag/sqlitedb/rowdiff"
+	"github.com/agentstate/agentstate/objects"
+)
+
+// RowDiff is a SQLite value's change by table (package rowdiff): schema
+// changes, and per table the rows inserted, deleted and updated with the
+// changed columns' old and new values. Its SQL method gives statements in
+// the contract of SQLite's sqldiff.
+type RowDiff = rowdiff.Diff
+
+// DiffRows fills Rows for each change in changes whose old or new value is
+// a SQLite database, reading only the pages that differ (see rowdiff). A
+// value that is not a database is left alone; a corrupt database, or one in
+// WAL mode whose -wal in the same change holds changes not in the value,
+// gets RowsError instead, and the other changes are still filled.
+func (v *View) DiffRows(ctx context.Context, changes []Change) error {
+	walSize := map[string]uint64{}
+	for _, c := range changes {
+		if strings.HasSuffix(c.Path, "-wal") {
+			walSize[strings.TrimSuffix(c.Path, "-wal")] = c.NewSize
+		}
+	}
+	for i := range changes {
+		c := &changes[i]
+		d, err := v.rowDiff(ctx, c.Old, c.New, walSize[c.Path])
+		switch {
+		case err == nil:
+			c.Rows = d
+		case errors.Is(err, sqlitedb.ErrNotDatabase) && !isDB(ctx, v, c.Old) && !isDB(ctx, v, c.New):
+			// not a database: nothing to add
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, objects.ErrNotFound):
+			return classify(err)
+		default:
+			c.RowsError = strings.TrimPrefix(err.Error(), "sqlitedb: ")
+		}
+	}
+	return nil
+}
+
+// isDB reports whether value c starts with the SQLite header.
+func isDB(ctx context.Context, v *View, c objects.CID) bool {
+	if c.IsZero() {
+		return false
+	}
+	_, err := sqlitedb.OpenPages(ctx, v.R.Blocks, c)
+	return err == nil || !errors.Is(err, sqlitedb.ErrNotDatabase)
+}
+
+// rowDiff computes the change from value a to value b (either may be zero).
+func (v *View) rowDiff(ctx context.Context, a, b objects.CID, wal uint64) (*RowDiff, error) {
+	var dbs [2]*sqlitedb.DB
+	for i, c := range []objects.CID{a, b} {
+		if c.IsZero() {
+			continue
+		}
+		p, err := sqlitedb.OpenPages(ctx, v.R.Blocks, c)
+		if err != nil {
+			return nil, err
+		}
+		if i == 1 && p.WALMode() && wal > 0 {
+			return nil, fmt.Errorf("a database in WAL mode whose -wal holds %d bytes of changes not in it: checkpoint the database (PRAGMA wal_checkpoint(TRUNCATE)) before it is committed", wal)
+		}
+		db, err := sqlitedb.OpenPagesDB(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		dbs[i] = db
+	}
+	if dbs[0] == nil && dbs[1] == nil {
+		return nil, sqlitedb.ErrNotDatabase
+	}
+	return rowdiff.Compute(ctx, dbs[0], dbs[1], rowdiff.Options{})
+}

@@ -1,0 +1,332 @@
+package rowdiff_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentstate/agentstate/dag/sqlitedb"
+	"github.com/agentstate/agentstate/dag/sqlitedb/rowdiff"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/objects/memstore"
+)
+
+func run(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %q: %v\n%s", name, args, err, out)
+	}
+	return string(out)
+}
+
+// baseDB is a brain's memory.db: rowid tables (with and without an INTEGER
+// PRIMARY KEY), a WITHOUT ROWID table with a composite key, one with a BLOB
+// key, an FTS5 table, an index and a trigger.
+func baseDB(t testing.TB, rows int) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "memory.db")
+	run(t, "sqlite3", file, `PRAGMA page_size=4096;
+CREATE TABLE messages(id INTEGER PRIMARY KEY, role TEXT NOT NULL, body TEXT, score REAL, raw BLOB);
+CREATE TABLE log(at TEXT, what TEXT);
+CREATE TABLE facts(subject TEXT, predicate TEXT, object TEXT, PRIMARY KEY(subject, predicate)) WITHOUT ROWID;
+CREATE TABLE blobs(k BLOB PRIMARY KEY, v) WITHOUT ROWID;
+CREATE TABLE counter(id INTEGER PRIMARY KEY AUTOINCREMENT, n);
+CREATE VIRTUAL TABLE notes USING fts5(title, body);
+CREATE INDEX messages_role ON messages(role);
+CREATE TRIGGER log_msg AFTER INSERT ON messages BEGIN INSERT INTO log VALUES('t', 'insert ' || new.id); END;
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<`+strconv.Itoa(rows)+`)
+INSERT INTO messages SELECT x, CASE x%3 WHEN 0 THEN 'user' WHEN 1 THEN 'assistant' ELSE 'tool' END,
+  'message ' || x || ' ' || hex(randomblob(40)), x/7.0, CASE WHEN x%5=0 THEN randomblob(8) END FROM c;
+INSERT INTO messages VALUES(-5, 'user', NULL, 1e300, x'00ff10');
+INSERT INTO facts VALUES('lumen','is','an agent'),('lumen','likes','reentrancy checks'),('sky','is','blue');
+INSERT INTO blobs VALUES(x'0001', 1), (x'ff', 'two');
+INSERT INTO counter(n) VALUES(1),(2),(3);
+INSERT INTO notes VALUES('reentrancy','check external calls'),('access control','owner checks'),('gas','loops over storage');`)
+	return file
+}
+
+// changed copies file and runs sql on the copy.
+func changed(t testing.TB, file, sql string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "new.db")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sql != "" {
+		run(t, "sqlite3", out, sql)
+	}
+	return out
+}
+
+// countingStore counts the blocks read.
+type countingStore struct {
+	*memstore.Store
+	gets atomic.Int64
+}
+
+func (c *countingStore) Get(ctx context.Context, id objects.CID) ([]byte, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, id)
+}
+
+func openFile(t testing.TB, bs *countingStore, file string) *sqlitedb.DB {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, blocks := objects.NewFileValue(data)
+	if err := bs.Store.Put(context.Background(), blocks...); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlitedb.Open(context.Background(), bs, v)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func diff(t testing.TB, oldFile, newFile string) (*rowdiff.Diff, *countingStore) {
+	t.Helper()
+	bs := &countingStore{Store: memstore.New()}
+	var a *sqlitedb.DB
+	if oldFile != "" {
+		a = openFile(t, bs, oldFile)
+	}
+	b := openFile(t, bs, newFile)
+	bs.gets.Store(0)
+	d, err := rowdiff.Compute(context.Background(), a, b, rowdiff.Options{})
+	if err != nil {
+		t.Fatalf("Compute: %v", err)
+	}
+	return d, bs
+}
+
+// checkSQL applies d.SQL() to a copy of oldFile with sqlite3 and asks
+// sqldiff whether the result is newFile.
+func checkSQL(t *testing.T, d *rowdiff.Diff, oldFile, newFile string) {
+	t.Helper()
+	applied := filepath.Join(t.TempDir(), "empty.db")
+	if oldFile != "" {
+		applied = changed(t, oldFile, "")
+	}
+	script := filepath.Join(t.TempDir(), "diff.sql")
+	sql := d.SQL()
+	if err := os.WriteFile(script, []byte(sql), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "sqlite3", applied, ".read "+script)
+	if out := run(t, "sqldiff", applied, newFile); out != "" {
+		t.Fatalf("sqldiff after applying the SQL:\n%s\nSQL:\n%s", clip(out), clip(sql))
+	}
+	if out := run(t, "sqlite3", applied, "PRAGMA integrity_check"); out != "ok\n" {
+		t.Fatalf("integrity_check: %s", out)
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 4000 {
+		return s[:4000] + "..."
+	}
+	return s
+}
+
+func table(d *rowdiff.Diff, name string) *rowdiff.Table {
+	for i := range d.Tables {
+		if d.Tables[i].Name == name {
+			return &d.Tables[i]
+		}
+	}
+	return nil
+}
+
+func TestRowChanges(t *testing.T) {
+	old := baseDB(t, 3000)
+	nw := changed(t, old, `
+INSERT INTO messages(id, role, body) VALUES(5001, 'user', 'a new message');
+UPDATE messages SET body = 'edited', score = 2.5 WHERE id = 1500;
+DELETE FROM messages WHERE id = 2999;
+INSERT INTO log VALUES('x', 'by hand');
+UPDATE facts SET object = 'a careful agent' WHERE subject = 'lumen' AND predicate = 'is';
+INSERT INTO facts VALUES('sea', 'is', 'deep');
+DELETE FROM facts WHERE subject = 'sky';
+UPDATE blobs SET v = 3 WHERE k = x'ff';
+INSERT INTO counter(n) VALUES(4);
+INSERT INTO notes VALUES('storage', 'packed slots');
+UPDATE notes SET body = 'check every external call' WHERE title = 'reentrancy';
+DELETE FROM notes WHERE title = 'gas';`)
+	d, bs := diff(t, old, nw)
+	js, _ := json.MarshalIndent(d, "", " ")
+	msgs := table(d, "messages")
+	if msgs == nil || msgs.Inserted != 1 || msgs.Updated != 1 || msgs.Deleted != 1 || msgs.Whole {
+		t.Fatalf("messages: %s", js)
+	}
+	for _, r := range msgs.Rows {
+		if r.Change == "update" && (r.Key[0].Int != 1500 || strings.Join(r.Changed, ",") != "body,score") {
+			t.Fatalf("messages update: %+v", r)
+		}
+	}
+	if lg := table(d, "log"); lg == nil || lg.Inserted != 2 {
+		t.Fatalf("log (the trigger's row and one by hand): %s", js)
+	}
+	if f := table(d, "facts"); f == nil || f.Inserted != 1 || f.Updated != 1 || f.Deleted != 1 || strings.Join(f.Key, ",") != "subject,predicate" {
+		t.Fatalf("facts: %s", js)
+	}
+	if b := table(d, "blobs"); b == nil || b.Updated != 1 || b.Rows[0].Key[0].Kind != sqlitedb.Blob {
+		t.Fatalf("blobs: %s", js)
+	}
+	if n := table(d, "notes"); n == nil || n.Kind != "fts5" || n.Inserted != 1 || n.Updated != 1 || n.Deleted != 1 {
+		t.Fatalf("notes: %s", js)
+	}
+	for _, tb := range d.Tables {
+		if strings.HasPrefix(tb.Name, "notes_") {
+			t.Fatalf("a shadow table is reported: %s", tb.Name)
+		}
+	}
+	if len(d.Schema) != 0 || d.Whole != "" {
+		t.Fatalf("schema or whole: %s", js)
+	}
+	// Cost: a fraction of the two databases' pages.
+	if total := d.OldPages + d.NewPages; bs.gets.Load() > total/3 {
+		t.Fatalf("read %d blocks of two databases of %d pages in all", bs.gets.Load(), total)
+	}
+	checkSQL(t, d, old, nw)
+}
+
+func TestSchemaChanges(t *testing.T) {
+	old := baseDB(t, 500)
+	nw := changed(t, old, `
+ALTER TABLE messages ADD COLUMN task TEXT;
+UPDATE messages SET task = 't1' WHERE id < 10;
+CREATE TABLE tasks(id TEXT PRIMARY KEY, state TEXT);
+INSERT INTO tasks VALUES('t1', 'done'), ('t2', 'open');
+DROP TABLE log;
+DROP INDEX messages_role;
+CREATE INDEX facts_object ON facts(object);
+CREATE VIRTUAL TABLE docs USING fts5(body);
+INSERT INTO docs VALUES('a document');
+INSERT INTO counter(n) VALUES(9);`)
+	d, _ := diff(t, old, nw)
+	js, _ := json.MarshalIndent(d, "", " ")
+	if tk := table(d, "tasks"); tk == nil || tk.Schema != "added" || tk.Inserted != 2 {
+		t.Fatalf("tasks: %s", js)
+	}
+	if lg := table(d, "log"); lg == nil || lg.Schema != "removed" {
+		t.Fatalf("log: %s", js)
+	}
+	if m := table(d, "messages"); m == nil || m.Schema != "changed" || m.Updated != 10 {
+		t.Fatalf("messages: %s", js)
+	}
+	kinds := map[string]string{}
+	for _, s := range d.Schema {
+		kinds[s.Name] = s.Change
+	}
+	if kinds["messages_role"] != "removed" || kinds["facts_object"] != "added" || kinds["docs"] != "added" {
+		t.Fatalf("schema: %s", js)
+	}
+	checkSQL(t, d, old, nw)
+}
+
+func TestAddedDatabase(t *testing.T) {
+	nw := baseDB(t, 50)
+	d, _ := diff(t, "", nw)
+	if m := table(d, "messages"); m == nil || m.Inserted != 51 {
+		t.Fatalf("messages: %+v", d.Tables)
+	}
+	checkSQL(t, d, "", nw)
+}
+
+func TestPageSizeChange(t *testing.T) {
+	old := baseDB(t, 300)
+	nw := changed(t, old, `PRAGMA page_size=8192; VACUUM; UPDATE messages SET body='x' WHERE id=7;`)
+	d, _ := diff(t, old, nw)
+	if d.Whole == "" {
+		t.Fatal("a page size change did not compare whole")
+	}
+	if m := table(d, "messages"); m == nil || m.Updated != 1 || m.Inserted+m.Deleted != 0 {
+		t.Fatalf("messages: %+v", m)
+	}
+	checkSQL(t, d, old, nw)
+}
+
+// An update of a long row to one of the same length rewrites its overflow
+// pages in place, leaving its leaf page as it was: the change is still found.
+func TestOverflowInPlace(t *testing.T) {
+	old := baseDB(t, 200)
+	old = changed(t, old, `INSERT INTO messages(id, role, body) VALUES(9000, 'tool', printf('%.20000c', 'a'));`)
+	nw := changed(t, old, `UPDATE messages SET body = printf('%.20000c', 'b') WHERE id = 9000;`)
+	d, _ := diff(t, old, nw)
+	m := table(d, "messages")
+	if m == nil || m.Updated != 1 || m.Rows[0].Key[0].Int != 9000 {
+		js, _ := json.MarshalIndent(d, "", " ")
+		t.Fatalf("messages: %s", js)
+	}
+	checkSQL(t, d, old, nw)
+}
+
+func TestNoChange(t *testing.T) {
+	old := baseDB(t, 200)
+	d, _ := diff(t, old, changed(t, old, ""))
+	if len(d.Tables) != 0 || len(d.Schema) != 0 || d.SQL() != "" {
+		t.Fatalf("no change: %+v %q", d, d.SQL())
+	}
+}
+
+// A crafted new version (bytes of its changed pages overwritten) gets an
+// error or a diff, never a panic.
+func TestCorruptVersion(t *testing.T) {
+	old := baseDB(t, 2000)
+	nw := changed(t, old, `UPDATE messages SET body = 'x' WHERE id % 97 = 0; INSERT INTO facts VALUES('a','b','c');`)
+	clean, err := os.ReadFile(nw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := os.ReadFile(old)
+	var pages []int
+	for p := 1; p*4096 < len(clean); p++ { // pages past the first
+		if string(clean[p*4096:(p+1)*4096]) != string(base[p*4096:(p+1)*4096]) {
+			pages = append(pages, p)
+		}
+	}
+	if len(pages) == 0 {
+		t.Fatal("no page changed")
+	}
+	for i := 0; i < 60; i++ {
+		data := append([]byte(nil), clean...)
+		p := pages[i%len(pages)]
+		for j := 0; j < 8; j++ {
+			off := p*4096 + (i*131+j*977)%4096
+			data[off] ^= byte(0x5a + i + j)
+		}
+		file := filepath.Join(t.TempDir(), "bad.db")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bs := &countingStore{Store: memstore.New()}
+		a := openFile(t, bs, old)
+		v, blocks := objects.NewFileValue(data)
+		bs.Store.Put(context.Background(), blocks...)
+		b, err := sqlitedb.Open(context.Background(), bs, v)
+		if err != nil {
+			continue
+		}
+		_, err = rowdiff.Compute(context.Background(), a, b, rowdiff.Options{})
+		if err != nil && !errors.Is(err, sqlitedb.ErrCorrupt) {
+			t.Errorf("flip %d: an error not wrapping ErrCorrupt: %v", i, err)
+		}
+		b.Close()
+	}
+}

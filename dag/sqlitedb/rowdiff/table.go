@@ -1,0 +1,452 @@
+package rowdiff
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"zombiezen.com/go/sqlite"
+
+	"github.com/agentstate/agentstate/dag/sqlitedb"
+)
+
+// tinfo is what a diff needs of one table in one version.
+type tinfo struct {
+	kind string   // "table", "without rowid", "fts5", "virtual", and shadow tables as their base kind
+	cols []string // columns a row is read and written by (no hidden or generated ones)
+	pk   []int    // WITHOUT ROWID: the primary key's columns, as indexes into cols
+	ipk  bool     // a rowid table whose one INTEGER PRIMARY KEY column is the rowid
+	vtab string   // a shadow table's virtual table
+}
+
+func quoteID(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func (s *side) info(name string) (tinfo, error) {
+	var t tinfo
+	o := s.objs[name]
+	switch {
+	case s.kinds[name] == "virtual" || (o.Root == 0 && strings.HasPrefix(strings.ToUpper(strings.TrimSpace(o.SQL)), "CREATE VIRTUAL")):
+		t.kind = "virtual"
+		if isFTS5(o.SQL) {
+			t.kind = "fts5"
+		}
+	case s.wr[name]:
+		t.kind = "without rowid"
+	default:
+		t.kind = "table"
+	}
+	if s.kinds[name] == "shadow" {
+		for n, ob := range s.objs {
+			if ob.Root == 0 && ob.Type == "table" && strings.HasPrefix(name, n+"_") && len(n) > len(t.vtab) {
+				t.vtab = n
+			}
+		}
+	}
+	type pkcol struct{ order, idx int }
+	var pks []pkcol
+	var types []string
+	err := query(s.conn, "PRAGMA table_xinfo("+quoteID(name)+")", nil, func(st *sqlite.Stmt) error {
+		if st.ColumnInt(6) != 0 { // hidden, or generated
+			return nil
+		}
+		if pk := st.ColumnInt(5); pk > 0 {
+			pks = append(pks, pkcol{pk, len(t.cols)})
+		}
+		t.cols = append(t.cols, st.ColumnText(1))
+		types = append(types, st.ColumnText(2))
+		return nil
+	})
+	if err != nil {
+		return t, fmt.Errorf("%w: reading the columns of %q: %v", sqlitedb.ErrCorrupt, name, err)
+	}
+	slices.SortFunc(pks, func(x, y pkcol) int { return x.order - y.order })
+	for _, p := range pks {
+		t.pk = append(t.pk, p.idx)
+	}
+	if t.kind == "table" && len(pks) == 1 && strings.EqualFold(types[pks[0].idx], "INTEGER") {
+		t.ipk = true
+	}
+	if t.kind != "without rowid" {
+		t.pk = nil
+	}
+	return t, nil
+}
+
+func isFTS5(sql string) bool {
+	u := strings.ToUpper(sql)
+	i := strings.Index(u, " USING ")
+	return i >= 0 && strings.HasPrefix(strings.TrimSpace(u[i+7:]), "FTS5")
+}
+
+func (t tinfo) key() []string {
+	if t.kind != "without rowid" {
+		return []string{"rowid"}
+	}
+	k := make([]string, len(t.pk))
+	for i, p := range t.pk {
+		k[i] = t.cols[p]
+	}
+	return k
+}
+
+// row is one row read: its key and its columns' values.
+type row struct {
+	key  []Cell
+	vals []Cell
+}
+
+// read reads the rows of table name in s matching where (a SQL condition
+// on rowid, or "" for all), with args bound.
+func (s *side) read(ctx context.Context, name string, t tinfo, where string, args []Cell, keep func([]Cell) bool, out map[string]row) error {
+	var sel []string
+	if t.kind != "without rowid" {
+		sel = append(sel, "rowid")
+	}
+	for _, c := range t.cols {
+		sel = append(sel, quoteID(c))
+	}
+	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + quoteID(name)
+	if where != "" {
+		q += " WHERE " + where
+	}
+	err := query(s.conn, q, args, func(st *sqlite.Stmt) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var r row
+		off := 0
+		if t.kind != "without rowid" {
+			r.key = []Cell{cellAt(st, 0)}
+			off = 1
+		}
+		r.vals = make([]Cell, len(t.cols))
+		for i := range t.cols {
+			r.vals[i] = cellAt(st, off+i)
+		}
+		for _, p := range t.pk {
+			r.key = append(r.key, r.vals[p])
+		}
+		if keep != nil && !keep(r.key) {
+			return nil
+		}
+		out[keyString(r.key)] = r
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: reading rows of %q: %v", sqlitedb.ErrCorrupt, name, err)
+	}
+	return nil
+}
+
+func keyString(k []Cell) string {
+	var b []byte
+	for _, c := range k {
+		b = append(b, byte(c.Kind))
+		switch c.Kind {
+		case sqlitedb.Integer:
+			b = binary.BigEndian.AppendUint64(b, uint64(c.Int))
+		case sqlitedb.Real:
+			b = binary.BigEndian.AppendUint64(b, math.Float64bits(c.Real))
+		case sqlitedb.Text:
+			b = binary.BigEndian.AppendUint32(b, uint32(len(c.Text)))
+			b = append(b, c.Text...)
+		case sqlitedb.Blob:
+			b = binary.BigEndian.AppendUint32(b, uint32(len(c.Blob)))
+			b = append(b, c.Blob...)
+		}
+	}
+	return string(b)
+}
+
+// compareCells orders cells as SQLite's BINARY collation does: NULL, then
+// numbers, then text, then blobs.
+func compareCells(x, y Cell) int {
+	rank := func(c Cell) int {
+		switch c.Kind {
+		case sqlitedb.Null:
+			return 0
+		case sqlitedb.Integer, sqlitedb.Real:
+			return 1
+		case sqlitedb.Text:
+			return 2
+		}
+		return 3
+	}
+	if r := rank(x) - rank(y); r != 0 {
+		return r
+	}
+	switch x.Kind {
+	case sqlitedb.Integer, sqlitedb.Real:
+		fx, fy := float64(x.Int), float64(y.Int)
+		if x.Kind == sqlitedb.Real {
+			fx = x.Real
+		}
+		if y.Kind == sqlitedb.Real {
+			fy = y.Real
+		}
+		if x.Kind == sqlitedb.Integer && y.Kind == sqlitedb.Integer {
+			switch {
+			case x.Int < y.Int:
+				return -1
+			case x.Int > y.Int:
+				return 1
+			}
+			return 0
+		}
+		switch {
+		case fx < fy:
+			return -1
+		case fx > fy:
+			return 1
+		}
+		return 0
+	case sqlitedb.Text:
+		return strings.Compare(x.Text, y.Text)
+	case sqlitedb.Blob:
+		return strings.Compare(string(x.Blob), string(y.Blob))
+	}
+	return 0
+}
+
+func compareKeys(x, y []Cell) int {
+	for i := range min(len(x), len(y)) {
+		if c := compareCells(x[i], y[i]); c != 0 {
+			return c
+		}
+	}
+	return len(x) - len(y)
+}
+
+// candidates reads the rowids on the leaves of b-tree tree that are not
+// shared by both versions (a leaf of tree in both, with the same chunk):
+// every row inserted, deleted or updated is on one of them, in one version
+// or both. It returns, for each version, the rowid ranges of those leaves.
+func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]bool) (map[int64]bool, [2][][2]int64, error) {
+	ids := map[int64]bool{}
+	var ranges [2][][2]int64
+	for i, s := range []*side{a, b} {
+		other := b
+		if i == 1 {
+			other = a
+		}
+		for _, n := range s.leaves[tree] {
+			if !changed[n] && other.leafOf[n] && other.owner[n] == tree {
+				continue
+			}
+			data, err := s.pages.Page(ctx, n)
+			if err != nil {
+				return nil, ranges, err
+			}
+			p, err := parsePage(data, n, s.usable)
+			if err != nil {
+				return nil, ranges, err
+			}
+			if p.typ != leafTable {
+				return nil, ranges, corruptf("page %d of table %q is not a table leaf (type 0x%02x)", n, tree, p.typ)
+			}
+			if len(p.rowids) == 0 {
+				continue
+			}
+			lo, hi := p.rowids[0], p.rowids[0]
+			for _, r := range p.rowids {
+				ids[r] = true
+				lo, hi = min(lo, r), max(hi, r)
+			}
+			ranges[i] = append(ranges[i], [2]int64{lo, hi})
+		}
+	}
+	return ids, ranges, nil
+}
+
+// diffTable computes one table's change.
+func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb bool, touched map[string]bool, changed map[int64]bool, needAll bool) (*Table, error) {
+	var ta, tb tinfo
+	var err error
+	if ina {
+		if ta, err = a.info(name); err != nil {
+			return nil, err
+		}
+	}
+	if inb {
+		if tb, err = b.info(name); err != nil {
+			return nil, err
+		}
+	}
+	t := &Table{Name: name, Rows: []RowChange{}}
+	main := tb
+	if !inb {
+		main = ta
+	}
+	t.Kind, t.Key, t.Columns, t.ipk, t.shadowOf = main.kind, main.key(), main.cols, main.ipk, main.vtab
+	switch {
+	case !ina:
+		t.Schema = "added"
+	case !inb:
+		t.Schema = "removed"
+	case a.objs[name].SQL != b.objs[name].SQL:
+		t.Schema = "changed"
+	}
+	if ina && inb && !slices.Equal(ta.cols, tb.cols) {
+		t.OldColumns = ta.cols
+	}
+	if needAll && inb {
+		// SQL writes the table whole: read every row of the new version.
+		all := map[string]row{}
+		if err := b.read(ctx, name, tb, "", nil, nil, all); err != nil {
+			return nil, err
+		}
+		for _, r := range all {
+			t.all = append(t.all, r)
+		}
+		slices.SortFunc(t.all, func(x, y row) int { return compareKeys(x.key, y.key) })
+	}
+	whole := t.Schema != "" || d.Whole != "" || a.pages == nil || b.pages == nil || ta.kind != tb.kind
+	var keep func([]Cell) bool
+	var ranges [2][][2]int64
+	if !whole {
+		tree := name
+		switch main.kind {
+		case "fts5":
+			any := false
+			for n := range touched {
+				if strings.HasPrefix(n, name+"_") {
+					any = true
+				}
+			}
+			if !any {
+				return t.unchanged()
+			}
+			tree = ""
+			for _, suf := range []string{"_content", "_docsize"} {
+				if a.kinds[name+suf] == "shadow" && b.kinds[name+suf] == "shadow" && !a.wr[name+suf] {
+					tree = name + suf
+					break
+				}
+			}
+			whole = tree == ""
+		case "virtual":
+			any := false
+			for n := range touched {
+				if strings.HasPrefix(n, name+"_") {
+					any = true
+				}
+			}
+			if !any {
+				return t.unchanged()
+			}
+			whole = true
+		case "without rowid":
+			if !touched[name] {
+				return t.unchanged()
+			}
+			whole = true
+		default:
+			if !touched[name] {
+				return t.unchanged()
+			}
+		}
+		if !whole {
+			ids, rg, err := candidates(ctx, a, b, tree, changed)
+			if err != nil {
+				return nil, err
+			}
+			if len(ids) == 0 {
+				return t.unchanged()
+			}
+			ranges = rg
+			keep = func(k []Cell) bool { return len(k) == 1 && k[0].Kind == sqlitedb.Integer && ids[k[0].Int] }
+		}
+	}
+	t.Whole = whole && t.Schema == ""
+	olds, news := map[string]row{}, map[string]row{}
+	for i, s := range []*side{a, b} {
+		in, ti, out := ina, ta, olds
+		if i == 1 {
+			in, ti, out = inb, tb, news
+		}
+		if !in {
+			continue
+		}
+		if whole {
+			if err := s.read(ctx, name, ti, "", nil, nil, out); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for _, r := range ranges[0] {
+			if err := s.read(ctx, name, ti, "rowid BETWEEN ? AND ?", []Cell{{Kind: sqlitedb.Integer, Int: r[0]}, {Kind: sqlitedb.Integer, Int: r[1]}}, keep, out); err != nil {
+				return nil, err
+			}
+		}
+		for _, r := range ranges[1] {
+			if err := s.read(ctx, name, ti, "rowid BETWEEN ? AND ?", []Cell{{Kind: sqlitedb.Integer, Int: r[0]}, {Kind: sqlitedb.Integer, Int: r[1]}}, keep, out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Columns matched by name (they differ only when the schema changed).
+	oldIdx := map[string]int{}
+	for i, c := range ta.cols {
+		oldIdx[c] = i
+	}
+	for k, nr := range news {
+		or, ok := olds[k]
+		if !ok {
+			t.Rows = append(t.Rows, RowChange{Change: "insert", Key: nr.key, New: nr.vals})
+			continue
+		}
+		// A column only one version has is NULL in the other.
+		var ch []string
+		newIdx := map[string]bool{}
+		for i, c := range tb.cols {
+			newIdx[c] = true
+			was := Cell{}
+			if j, ok := oldIdx[c]; ok {
+				was = or.vals[j]
+			}
+			if !cellEqual(was, nr.vals[i]) {
+				ch = append(ch, c)
+			}
+		}
+		for j, c := range ta.cols {
+			if !newIdx[c] && or.vals[j].Kind != sqlitedb.Null {
+				ch = append(ch, c)
+			}
+		}
+		if len(ch) > 0 {
+			t.Rows = append(t.Rows, RowChange{Change: "update", Key: nr.key, Old: or.vals, New: nr.vals, Changed: ch})
+		}
+	}
+	for k, or := range olds {
+		if _, ok := news[k]; !ok {
+			t.Rows = append(t.Rows, RowChange{Change: "delete", Key: or.key, Old: or.vals})
+		}
+	}
+	slices.SortFunc(t.Rows, func(x, y RowChange) int { return compareKeys(x.Key, y.Key) })
+	for _, r := range t.Rows {
+		switch r.Change {
+		case "insert":
+			t.Inserted++
+		case "delete":
+			t.Deleted++
+		default:
+			t.Updated++
+		}
+	}
+	return t, nil
+}
+
+// unchanged is diffTable's answer for a table whose rows did not change:
+// nothing, unless SQL writes it whole anyway.
+func (t *Table) unchanged() (*Table, error) {
+	if len(t.all) == 0 {
+		return nil, nil
+	}
+	return t, nil
+}
