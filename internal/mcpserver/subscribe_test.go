@@ -148,6 +148,20 @@ func TestSubscribe(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// subscriptions/listen is sent, and cancelled, without waiting
+			// for an answer: wait until the server holds what was asked.
+			waitSubs := func(n int) {
+				for i := 0; ; i++ {
+					if s, _ := count(); s == n {
+						return
+					}
+					if i == 6000 {
+						t.Fatalf("the server never held %d subscriptions", n)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			waitSubs(2)
 			put := func(key, val string) {
 				if res, _ := call(t, cs, "put", map[string]any{"key": key, "value": val}); res.IsError {
 					t.Fatalf("put: %s", text(res))
@@ -167,6 +181,7 @@ func TestSubscribe(t *testing.T) {
 			if err := cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: notes}); err != nil {
 				t.Fatal(err)
 			}
+			waitSubs(1)
 			put("notes.md", "four\n")
 			put("skills/x.md", "newer\n")
 			if u := next(); u != skill {
