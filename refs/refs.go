@@ -202,10 +202,19 @@ func (r *Refs) Head(ctx context.Context, agent string) (Head, error) {
 		return Head{}, err
 	}
 	if !ok {
-		return Head{}, fmt.Errorf("%w: %q (list agents with 'agentstate agents'; create one with 'commit', 'put' or 'fork')", ErrNoAgent, agent)
+		return Head{}, &NoAgentError{Agent: agent}
 	}
 	return h, nil
 }
+
+// NoAgentError is ErrNoAgent naming the agent that has no HEAD.
+type NoAgentError struct{ Agent string }
+
+func (e *NoAgentError) Error() string {
+	return fmt.Sprintf("%v: %q (list agents with 'agentstate agents'; create one with 'commit', 'put' or 'fork')", ErrNoAgent, e.Agent)
+}
+
+func (e *NoAgentError) Unwrap() error { return ErrNoAgent }
 
 // Exists reports whether the agent has a HEAD.
 func (r *Refs) Exists(ctx context.Context, agent string) (bool, error) {

@@ -76,7 +76,7 @@ func (v *View) blameOnce(ctx context.Context, agent, rev, key string) (Blame, er
 		return Blame{}, err
 	}
 	if val.IsZero() {
-		return Blame{}, notFoundf("key %q does not exist at %s", key, id.Short())
+		return Blame{}, &KeyNotFoundError{Key: key, At: id}
 	}
 	lines, ok, err := w.lines(ctx, val)
 	if err != nil {

@@ -513,7 +513,7 @@ func (v *View) Open(ctx context.Context, agent, rev, key string) (Value, io.Read
 		return Value{}, nil, classify(err)
 	}
 	if !ok {
-		return Value{}, nil, notFoundf("key %q does not exist at %s", key, id.Short())
+		return Value{}, nil, &KeyNotFoundError{Key: key, At: id}
 	}
 	rd, size, err := objects.OpenValue(ctx, v.R.Blocks, val)
 	if err != nil {

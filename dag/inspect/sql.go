@@ -130,7 +130,7 @@ func (v *View) openSQL(ctx context.Context, agent, rev, key string) (*sqlitedb.D
 		return nil, SQLResult{}, classify(err)
 	}
 	if !ok {
-		return nil, SQLResult{}, notFoundf("key %q does not exist at %s", key, id.Short())
+		return nil, SQLResult{}, &KeyNotFoundError{Key: key, At: id}
 	}
 	out := SQLResult{Key: key, Commit: id, CID: val}
 	p, err := sqlitedb.OpenPages(ctx, v.R.Blocks, val)

@@ -55,13 +55,13 @@ func (v *View) Delete(ctx context.Context, agent, key string, o WriteOptions) (o
 			return ok, err
 		}})
 	if errors.Is(err, missing) {
-		return id, badNotFound(key)
+		return id, badNotFound(agent, key)
 	}
 	return id, classify(err)
 }
 
-func badNotFound(key string) error {
-	return notFoundf("key %q does not exist at HEAD", key)
+func badNotFound(agent, key string) error {
+	return &KeyNotFoundError{Key: key, Agent: agent}
 }
 
 // Undo reverts agent's last operation.

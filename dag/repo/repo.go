@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentstate/agentstate/dag"
@@ -236,29 +235,28 @@ func (r *Repo) withPrefix(ctx context.Context, prefix []byte) ([]objects.CID, er
 
 // Resolve resolves a revision for agent.
 func (r *Repo) Resolve(ctx context.Context, agent, rev string) (objects.CID, error) {
-	return r.Resolver().Resolve(ctx, agent, r.expandTag(ctx, agent, rev))
+	exp := r.expandTag(ctx, agent, rev)
+	id, err := r.Resolver().Resolve(ctx, agent, exp)
+	if err != nil && exp == rev && errors.Is(err, dag.ErrBadRev) {
+		if t, ok := splitTagRev(agent, rev); ok {
+			return id, &NoTagError{Agent: t.agent, Name: t.name, Err: err}
+		}
+	}
+	return id, err
 }
 
 // expandTag replaces a revision's base with the commit a tag of that name
 // names (NAME, NAME~2, AGENT@NAME^2), so tags work wherever revisions do.
 func (r *Repo) expandTag(ctx context.Context, agent, rev string) string {
-	prefix, base := "", rev
-	if i := strings.IndexByte(base, '@'); i >= 0 {
-		prefix, base = base[:i+1], base[i+1:]
-		agent = prefix[:i]
-	}
-	suffix := ""
-	if j := strings.IndexAny(base, "~^"); j >= 0 {
-		base, suffix = base[:j], base[j:]
-	}
-	if base == "" || base == "HEAD" || refs.ValidateAgent(agent) != nil || refs.ValidateAgent(base) != nil {
+	t, ok := splitTagRev(agent, rev)
+	if !ok {
 		return rev
 	}
-	v, ok, err := r.Storage.GetMeta(ctx, tagName(agent, base))
+	v, ok, err := r.Storage.GetMeta(ctx, tagName(t.agent, t.name))
 	if err != nil || !ok {
 		return rev
 	}
-	return prefix + string(v) + suffix
+	return t.prefix + string(v) + t.suffix
 }
 
 // ResolveCommit resolves a revision for agent and reads the commit it names.

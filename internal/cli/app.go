@@ -9,6 +9,7 @@ import (
 
 	"errors"
 	"fmt"
+	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/internal/termsafe"
@@ -194,7 +195,7 @@ func newApp(e *env, args []string) *cli.App {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return usagef("unknown command %q (see 'agentstate --help')", c.Args().First())
+				return unknownCommand(c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -220,6 +221,19 @@ func newApp(e *env, args []string) *cli.App {
 		}
 	}
 	return app
+}
+
+// unknownCommand is the usage error for a command name that names none,
+// with the commands close to it.
+func unknownCommand(name string) error {
+	var names []string
+	for _, c := range commandTable {
+		names = append(names, c.name)
+	}
+	if near := dag.NearIDs(name, names); len(near) > 0 {
+		return usagef("unknown command %q; did you mean %s? (see 'agentstate --help')", name, quoteNames(near))
+	}
+	return usagef("unknown command %q (see 'agentstate --help')", name)
 }
 
 func onUsageError(c *cli.Context, err error, isSub bool) error {

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"context"
-	"fmt"
+	"github.com/agentstate/agentstate/dag/inspect"
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
@@ -31,7 +31,7 @@ func (e *env) runRm(c *cli.Context) error {
 			Edit: func(ctx context.Context, t *objects.Tree) (bool, error) {
 				ok, err := t.Delete(ctx, key)
 				if err == nil && !ok {
-					return false, fmt.Errorf("key %q is not in HEAD of %s", key, e.agent)
+					return false, &inspect.KeyNotFoundError{Key: key, Agent: e.agent}
 				}
 				return ok, err
 			}}))

@@ -33,7 +33,7 @@ func (e *env) runTag(c *cli.Context) error {
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("agent %s has no tag %q", e.agent, name)
+				return &repo.NoTagError{Agent: e.agent, Name: name}
 			}
 			fmt.Fprintf(e.stdout, "deleted tag %s of %s\n", name, e.agent)
 			return nil

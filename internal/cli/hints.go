@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -51,4 +53,24 @@ func withHint(err error) string {
 		return err.Error() + " (" + h + ")"
 	}
 	return err.Error()
+}
+
+// nearError is a not-found error with the names close to the one it names.
+type nearError struct {
+	err  error
+	near []string
+}
+
+func (e *nearError) Error() string {
+	return e.err.Error() + "; did you mean " + quoteNames(e.near) + "?"
+}
+
+func (e *nearError) Unwrap() error { return e.err }
+
+func quoteNames(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }

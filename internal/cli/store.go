@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/dag/repo/storage/badger"
@@ -96,7 +97,17 @@ func (e *env) withRepoRead(fn func(r *repo.Repo) error) error {
 	return e.withRepoMode(true, fn)
 }
 
-func (e *env) withRepoMode(readOnly bool, fn func(r *repo.Repo) error) error {
+func (e *env) withRepoMode(readOnly bool, fn0 func(r *repo.Repo) error) error {
+	// A name not found gets the names close to it while the store is open.
+	fn := func(r *repo.Repo) error {
+		err := fn0(r)
+		if err != nil {
+			if near := inspect.New(r).Near(e.ctx, e.agent, err); len(near) > 0 {
+				err = &nearError{err, near}
+			}
+		}
+		return err
+	}
 	if e.served != nil {
 		// The server runs this command: its repository, not opened or
 		// closed here, with the client's clock.
