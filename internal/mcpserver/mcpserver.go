@@ -69,7 +69,7 @@ func newServer(v *inspect.View, o Options) (*sdk.Server, *subs) {
 	sdk.AddTool(s, &sdk.Tool{Name: "list_agents", Description: "List the agents in the store with their HEAD commit, last message and bundle hash."}, h.listAgents)
 	sdk.AddTool(s, &sdk.Tool{Name: "log", Description: "An agent's history, newest first (merged lines included); path limits it to commits that changed a key."}, h.log)
 	sdk.AddTool(s, &sdk.Tool{Name: "show", Description: "One commit: message, metadata, parents, bundle hash, and what it changed against its first parent (with line diffs when lines is true)."}, h.show)
-	sdk.AddTool(s, &sdk.Tool{Name: "diff", Description: "What changed between two revisions of an agent, per key; line diffs of text values when lines is true, sizes for binary ones."}, h.diff)
+	sdk.AddTool(s, &sdk.Tool{Name: "diff", Description: "What changed between two revisions of an agent, per key; line diffs of text values when lines is true, sizes for binary ones. A SQLite value's change (e.g. memory.db) comes by table in rows: schema changes, and per table the rows inserted, deleted and updated (matched by rowid, or primary key for WITHOUT ROWID) with the changed columns' old and new values; an FTS5 table as its own rows."}, h.diff)
 	sdk.AddTool(s, &sdk.Tool{Name: "get", Description: "A key's value at a revision (default HEAD): text inline, binary as base64; values over 256 KiB give their size only."}, h.get)
 	sdk.AddTool(s, &sdk.Tool{Name: "blame", Description: "Each line of a text value at a revision (default HEAD) with the commit, task and time that last changed it (git blame's walk; boundary marks a line at a forget cut, which may be older). Values over 1 MiB or not text are refused."}, h.blame)
 	sdk.AddTool(s, &sdk.Tool{Name: "sql", Description: "Run one read-only SQL statement against a SQLite value (e.g. memory.db) as it was at a revision (default HEAD), straight from the store: columns and typed rows (integers and reals as numbers, text as strings, blobs as {\"base64\"}); truncated when there were more rows than max_rows. Without a query: the database's tables and views. Writes, ATTACH, extensions, PRAGMAs that set anything and a second statement are refused; a query has a time limit."}, h.sql)
@@ -207,7 +207,10 @@ func (h *handlers) diff(ctx context.Context, _ *sdk.CallToolRequest, in diffIn) 
 	var out diffOut
 	err := h.with(ctx, false, func(v *inspect.View) (err error) {
 		out.Changes, err = v.Diff(ctx, h.agent(in.Agent), in.From, in.To, in.Lines)
-		return err
+		if err != nil {
+			return err
+		}
+		return v.DiffRows(ctx, out.Changes)
 	})
 	return nil, out, err
 }

@@ -44,7 +44,11 @@ func Handler(v *inspect.View, o Options) http.Handler {
 	mux.HandleFunc("GET /api/commit", h.json(h.commit))
 	mux.HandleFunc("GET /api/diff", h.json(func(r *http.Request) (any, error) {
 		q := r.URL.Query()
-		return v.Diff(r.Context(), q.Get("agent"), q.Get("from"), q.Get("to"), true)
+		ch, err := v.Diff(r.Context(), q.Get("agent"), q.Get("from"), q.Get("to"), true)
+		if err != nil {
+			return ch, err
+		}
+		return ch, v.DiffRows(r.Context(), ch)
 	}))
 	mux.HandleFunc("GET /api/value", h.json(h.value))
 	mux.HandleFunc("GET /api/raw", h.raw)
@@ -165,7 +169,12 @@ func (h *handler) log(r *http.Request) (any, error) {
 
 func (h *handler) commit(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	return h.v.Show(r.Context(), q.Get("agent"), q.Get("rev"), true)
+	sh, err := h.v.Show(r.Context(), q.Get("agent"), q.Get("rev"), true)
+	if err != nil {
+		return sh, err
+	}
+	// A SQLite value's change by table, for the commit view's row tables.
+	return sh, h.v.DiffRows(r.Context(), sh.Changes)
 }
 
 // value is a value's preview: text inlined up to MaxPreview, never bytes.

@@ -156,6 +156,49 @@ function patchView(patch) {
   return pre;
 }
 
+// cellText renders a SQLite cell as the read model's JSON gives it: NULL,
+// a number, text, or a blob ({"base64"}); long values are cut.
+function cellText(c) {
+  let s;
+  if (c === null || c === undefined) s = "NULL";
+  else if (typeof c === "object" && c.base64 !== undefined) s = "blob, " + Math.floor(c.base64.length * 3 / 4) + " bytes";
+  else s = String(c);
+  return s.length > 200 ? s.slice(0, 200) + "… (" + s.length + " characters)" : s;
+}
+
+// rowsView renders a SQLite value's change by table: schema changes, then
+// one table per changed table, a row per inserted, deleted or updated row
+// (an update shows the changed columns' old and new values).
+function rowsView(d) {
+  const parts = [];
+  if (d.whole) parts.push(el("p", { class: "meta", text: "compared whole: " + d.whole }));
+  for (const s of d.schema) {
+    parts.push(el("pre", { class: "diff schema-change" },
+      s.oldSql ? el("span", { class: "del", text: "- " + s.oldSql }) : null,
+      s.newSql ? el("span", { class: "add", text: "+ " + s.newSql }) : null));
+  }
+  for (const t of d.tables) {
+    const oldCols = t.oldColumns || t.columns;
+    const byKey = t.key.length === 1 && t.key[0] === "rowid";
+    const head = el("tr", {}, el("th", { text: "" }), ...(byKey ? [el("th", { text: "rowid" })] : []), ...t.columns.map(c => el("th", { text: c })));
+    const rows = t.rows.map(r => {
+      const cells = t.columns.map((c, i) => {
+        if (r.change === "insert") return el("td", { text: cellText(r.new[i]) });
+        const j = oldCols.indexOf(c);
+        const was = j >= 0 && r.old ? cellText(r.old[j]) : "";
+        if (r.change === "delete") return el("td", { text: was });
+        if ((r.changed || []).includes(c)) return el("td", { class: "changed" }, el("del", { text: was }), " → ", el("ins", { text: cellText(r.new[i]) }));
+        return el("td", { text: cellText(r.new[i]) });
+      });
+      const mark = { insert: "+", delete: "-", update: "~" }[r.change];
+      return el("tr", { class: "row-" + r.change }, el("td", { text: mark }), ...(byKey ? [el("td", { text: cellText(r.key[0]) })] : []), ...cells);
+    });
+    parts.push(el("h3", { class: "row-table", text: t.name + " (" + t.kind + (t.schema ? ", " + t.schema : "") + "): " + t.inserted + " inserted, " + t.updated + " updated, " + t.deleted + " deleted" }),
+      el("table", { class: "rows" }, head, ...rows));
+  }
+  return el("div", { class: "row-diff" }, ...parts);
+}
+
 // changeViews renders changes read at commit cid (its values link there).
 function changeViews(agent, cid, changes) {
   return changes.map(ch => {
@@ -163,7 +206,9 @@ function changeViews(agent, cid, changes) {
       ch.new ? el("a", { href: "#/a/" + encodeURIComponent(agent) + "/v/" + encodeURIComponent(cid) + "/" + encodeURIComponent(ch.path), class: "key", text: ch.path })
              : el("span", { class: "key", text: ch.path }));
     let body;
-    if (ch.patch) body = patchView(ch.patch);
+    if (ch.rows) body = rowsView(ch.rows);
+    else if (ch.rowsError) body = el("p", { class: "meta", text: "rows not compared: " + ch.rowsError });
+    else if (ch.patch) body = patchView(ch.patch);
     else if (ch.binary) body = el("p", { class: "meta binary", text: "binary, " + ch.oldSize + " bytes → " + ch.newSize + " bytes" });
     else if (ch.large) body = el("p", { class: "meta", text: "large, " + ch.oldSize + " bytes → " + ch.newSize + " bytes (not diffed)" });
     else body = el("p", { class: "meta", text: ch.oldSize + " bytes → " + ch.newSize + " bytes" });

@@ -1,0 +1,45 @@
+package mcpserver_test
+
+import (
+	"testing"
+
+	"github.com/agentstate/agentstate/dag/inspect"
+	"github.com/agentstate/agentstate/dag/inspect/inspecttest"
+	"github.com/agentstate/agentstate/internal/mcpserver"
+)
+
+// The diff tool gives a SQLite value's change by table, as the read model's
+// DiffRows computes it: the rows the learn task inserted, updated and
+// deleted, the FTS5 table as its own rows.
+func TestDiffToolRows(t *testing.T) {
+	s := inspecttest.NewSQLite(t)
+	cs := connect(t, mcpserver.NewServer(inspect.New(s.R), mcpserver.Options{Agent: inspecttest.A}))
+	_, out := call(t, cs, "diff", map[string]any{"from": "task:seed", "to": "task:learn"})
+	counts := map[string][3]float64{}
+	for _, c := range out["changes"].([]any) {
+		ch := c.(map[string]any)
+		if ch["path"] != "memory.db" {
+			if ch["rows"] != nil {
+				t.Fatalf("rows for %v", ch["path"])
+			}
+			continue
+		}
+		rows, _ := ch["rows"].(map[string]any)
+		if rows == nil {
+			t.Fatalf("no rows: %v", ch)
+		}
+		for _, tb := range rows["tables"].([]any) {
+			m := tb.(map[string]any)
+			counts[m["name"].(string)] = [3]float64{m["inserted"].(float64), m["updated"].(float64), m["deleted"].(float64)}
+		}
+	}
+	want := map[string][3]float64{"messages": {1, 1, 1}, "facts": {0, 1, 0}, "notes": {1, 0, 0}}
+	if len(counts) != len(want) {
+		t.Fatalf("tables %v, want %v", counts, want)
+	}
+	for k, v := range want {
+		if counts[k] != v {
+			t.Fatalf("tables %v, want %v", counts, want)
+		}
+	}
+}
