@@ -40,13 +40,19 @@ func runShow(ctx context.Context, o showOptions, args []string, out io.Writer) e
 	if len(args) != 1 {
 		return usagef("show: takes 1 argument, REV[:KEY]")
 	}
+	rev, key, hasKey := strings.Cut(args[0], ":")
 	if dag.IsTaskRev(args[0]) {
+		// task:ID is the task; task:ID:KEY a value at the commit it
+		// landed (split at the last ':', as blame splits it); task:ID~1 a
+		// commit.
 		if done, err := runShowTask(ctx, o, args[0], out); done {
 			return err
 		}
-		return showCommit(ctx, o, args[0], out)
+		if rev, key = splitRevKey(args[0]); key == "" {
+			return showCommit(ctx, o, args[0], out)
+		}
+		hasKey = true
 	}
-	rev, key, hasKey := strings.Cut(args[0], ":")
 	if hasKey {
 		_, rd, err := o.View.Open(ctx, o.Agent, rev, key)
 		if err != nil {
