@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -268,3 +269,60 @@ func TestTasksCut(t *testing.T) {
 		t.Errorf("A step-4: %+v, %v", d, err)
 	}
 }
+
+// A history of many tasks (enough that the listing reads commits ahead in
+// parallel) lists the same tasks whole as page by page, and each entry is
+// what one task's view says.
+func TestTasksMany(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	seed := sha256.Sum256([]byte("operator"))
+	rt, err := runtime.Open(ctx, runtime.Options{Store: dir, Signer: ed25519.NewKeyFromSeed(seed[:]), NoServe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 150
+	for i := range n {
+		if _, err := rt.RunTask(ctx, "lumen", runtime.Task{ID: "t-" + fmtInt(i)}, put("k/"+fmtInt(i), "v", "counter", fmtInt(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.Open(dir, repo.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	v := inspect.New(r)
+	all, err := v.Tasks(ctx, "lumen", inspect.TaskOptions{})
+	if err != nil || len(all.Tasks) != n || all.More {
+		t.Fatalf("%d tasks, more %v, %v", len(all.Tasks), all.More, err)
+	}
+	var paged []inspect.Task
+	for skip := 0; ; skip += 40 {
+		p, err := v.Tasks(ctx, "lumen", inspect.TaskOptions{Skip: skip, Limit: 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		paged = append(paged, p.Tasks...)
+		if !p.More {
+			break
+		}
+	}
+	if len(paged) != n {
+		t.Fatalf("pages hold %d tasks", len(paged))
+	}
+	for i, tk := range all.Tasks {
+		if tk.ID != paged[i].ID || tk.Commit != paged[i].Commit || strings.Join(tk.Keys, ",") != "counter,k/"+fmtInt(n-1-i) || tk.Commits != 2 {
+			t.Fatalf("task %d: %+v; paged %+v", i, tk, paged[i])
+		}
+	}
+	d, err := v.Task(ctx, "lumen", all.Tasks[n/2].ID, false)
+	if err != nil || d.Task.Commit != all.Tasks[n/2].Commit || len(d.Changes) != 2 {
+		t.Fatalf("task %s: %+v, %v", all.Tasks[n/2].ID, d, err)
+	}
+}
+
+func fmtInt(i int) string { return strconv.Itoa(i) }
