@@ -210,10 +210,19 @@ func newApp(e *env, args []string) *cli.App {
 		app.HideHelp = true
 		app.Commands[0].HideHelp = true
 	}
+	if !app.HideHelp {
+		// urfave/cli gives the app no help flag when it has a command
+		// named help: it is given here.
+		app.Flags = append(app.Flags, cli.HelpFlag)
+		app.Version = buildVersion().String() // --version, -v
+	}
 	app.Flags = namesOnce(app.Flags)
 	for _, c := range app.Commands {
 		c.Flags = namesOnce(c.Flags)
 		c.OnUsageError = onUsageError // flag errors of every command are usage errors
+		if c.Name == "help" {
+			continue // runs during the parse (see newHelpCommand)
+		}
 		act := c.Action
 		c.Action = func(c *cli.Context) error {
 			e.action = func() error { return act(c) }

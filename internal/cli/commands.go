@@ -58,6 +58,8 @@ func init() {
 		{"snapshots", newSnapshotsCommand},
 		{"serve", newServeCommand},
 		{"status", newStatusCommand},
+		{"help", newHelpCommand},
+		{"version", newVersionCommand},
 	}
 }
 
@@ -87,10 +89,21 @@ func commandsFor(e *env, args []string) []*cli.Command {
 			return commands(e)
 		}
 	}
-	for _, c := range commandTable {
-		if c.name == args[i] {
-			return []*cli.Command{c.build(e)}
-		}
+	if args[i] == "help" {
+		return commands(e) // help reads the others
+	}
+	if build := commandBuilder(args[i]); build != nil {
+		return []*cli.Command{build(e)}
 	}
 	return commands(e)
+}
+
+// commandBuilder is the builder of the command named name; nil for none.
+func commandBuilder(name string) func(*env) *cli.Command {
+	for _, c := range commandTable {
+		if c.name == name {
+			return c.build
+		}
+	}
+	return nil
 }

@@ -30,7 +30,11 @@ func TestHelp(t *testing.T) {
 			t.Errorf("--help does not list %s (%q)", c.Name, c.Usage)
 		}
 		help := run(c.Name, "--help")
-		if !strings.HasPrefix(help, "NAME:\n   agentstate "+c.Name+" - ") {
+		want := "NAME:\n   agentstate " + c.Name + " - "
+		if c.Name == "help" {
+			want = "NAME:\n   agentstate - " // urfave/cli answers help --help as help: the commands
+		}
+		if !strings.HasPrefix(help, want) {
 			t.Errorf("%s --help begins %q", c.Name, help[:min(len(help), 60)])
 		}
 		for _, f := range c.Flags {
