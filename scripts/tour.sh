@@ -105,6 +105,9 @@ run status
 say "The runtime: a Hermes-style task loop embedding agentstate (examples/hermes)"
 (cd "$repo" && go run ./examples/hermes -dir "$work/hermes")
 run --store "$work/hermes/store" --agent lumen log --oneline -n 8
+say "Tasks in history: one entry per landed task, and what one task changed (task:ID names the commit it landed)"
+run --store "$work/hermes/store" --agent lumen log --tasks --oneline
+run --store "$work/hermes/store" --agent lumen diff --stat task:audit-vault
 run --store "$work/hermes/store" --agent lumen receipts --verify
 
 say "History travels: clone lumen with its whole history into another store, work there, pull it back"
