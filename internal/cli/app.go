@@ -40,6 +40,7 @@ type env struct {
 	storeFlag      string
 	remoteFlag     string
 	agent          string
+	atFlag         string // __complete: the --at of the line it completes
 	color          bool
 	tty            bool
 	// dir is the working directory relative paths are taken from, and
@@ -144,7 +145,7 @@ func globalFlags(e *env) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "store", Usage: "store directory (default: nearest .agentstate walking up)", EnvVars: []string{"AGENTSTATE_STORE"}, Destination: &e.storeFlag},
 		&cli.StringFlag{Name: "remote", Usage: "a served store's TCP address (HOST:PORT); the token in AGENTSTATE_TOKEN", EnvVars: []string{"AGENTSTATE_REMOTE"}, Destination: &e.remoteFlag},
-		&cli.StringFlag{Name: "agent", Usage: "agent to act on", Value: DefaultAgent, EnvVars: []string{"AGENTSTATE_AGENT"}, Destination: &e.agent},
+		&cli.StringFlag{Name: "agent", Usage: "`AGENT` to act on", Value: DefaultAgent, EnvVars: []string{"AGENTSTATE_AGENT"}, Destination: &e.agent},
 	}
 }
 
@@ -237,7 +238,9 @@ func newApp(e *env, args []string) *cli.App {
 func unknownCommand(name string) error {
 	var names []string
 	for _, c := range commandTable {
-		names = append(names, c.name)
+		if !strings.HasPrefix(c.name, "__") {
+			names = append(names, c.name)
+		}
 	}
 	if near := dag.NearIDs(name, names); len(near) > 0 {
 		return usagef("unknown command %q; did you mean %s? (see 'agentstate --help')", name, quoteNames(near))

@@ -60,6 +60,8 @@ func init() {
 		{"status", newStatusCommand},
 		{"help", newHelpCommand},
 		{"version", newVersionCommand},
+		{"completion", newCompletionCommand},
+		{"__complete", newCompleteCommand},
 	}
 }
 

@@ -21,7 +21,9 @@ func messageFlag() cli.Flag {
 }
 
 // atFlag is --at REV of the commands that read one revision's tree.
-func atFlag() cli.Flag { return &cli.StringFlag{Name: "at", Value: "HEAD", Usage: "revision"} }
+func atFlag() cli.Flag {
+	return &cli.StringFlag{Name: "at", Value: "HEAD", Usage: "the revision `REV` to read"}
+}
 
 // keyFlag is the snapshot key of push and restore.
 func keyFlag() cli.Flag {

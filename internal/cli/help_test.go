@@ -26,6 +26,12 @@ func TestHelp(t *testing.T) {
 	top := run("--help")
 	e := &env{}
 	for _, c := range commands(e) {
+		if c.Hidden {
+			if strings.Contains(top, c.Name) {
+				t.Errorf("--help lists the hidden %s", c.Name)
+			}
+			continue
+		}
 		if !strings.Contains(top, "   "+c.Name+" ") || !strings.Contains(top, c.Usage) {
 			t.Errorf("--help does not list %s (%q)", c.Name, c.Usage)
 		}
