@@ -211,7 +211,7 @@ func (r *Refs) Head(ctx context.Context, agent string) (Head, error) {
 type NoAgentError struct{ Agent string }
 
 func (e *NoAgentError) Error() string {
-	return fmt.Sprintf("%v: %q (list agents with 'agentstate agents'; create one with 'commit', 'put' or 'fork')", ErrNoAgent, e.Agent)
+	return fmt.Sprintf("%v: %q", ErrNoAgent, e.Agent)
 }
 
 func (e *NoAgentError) Unwrap() error { return ErrNoAgent }

@@ -9,6 +9,7 @@ import (
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/dag/sqlitedb"
 	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/refs"
 )
 
 // hint is what the command line adds to an error it prints: the command,
@@ -41,6 +42,8 @@ func hint(err error) string {
 		return "raise --timeout, or narrow the query"
 	case errors.Is(err, sqlitedb.ErrTooLarge):
 		return "add LIMIT, or select fewer columns"
+	case errors.Is(err, refs.ErrNoAgent):
+		return "list agents with 'agentstate agents'; create one with 'commit', 'put' or 'fork'"
 	case errors.As(err, &unbound):
 		return "'restore --blob " + string(unbound.Blob) + "' restores exactly that blob"
 	}

@@ -7,6 +7,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,13 +19,15 @@ import (
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Limits on what a tool result carries inline.
 const (
 	MaxInline  = 256 << 10 // one value
-	MaxSubtree = 4 << 20   // all values of one read_subtree
+	MaxSubtree = 256 << 10 // the values of one read_subtree answer (keys count 128 bytes each)
 	MaxList    = 10000     // entries of one list
 )
 
@@ -70,12 +73,12 @@ func newServer(v *inspect.View, o Options) (*sdk.Server, *subs) {
 	sdk.AddTool(s, &sdk.Tool{Name: "log", Description: "An agent's history, newest first (merged lines included); path limits it to commits that changed a key."}, h.log)
 	sdk.AddTool(s, &sdk.Tool{Name: "show", Description: "One commit: message, metadata, parents, bundle hash, and what it changed against its first parent (with line diffs when lines is true)."}, h.show)
 	sdk.AddTool(s, &sdk.Tool{Name: "diff", Description: "What changed between two revisions of an agent, per key; line diffs of text values when lines is true, sizes for binary ones. A SQLite value's change (e.g. memory.db) comes by table in rows: schema changes, and per table the rows inserted, deleted and updated (matched by rowid, or primary key for WITHOUT ROWID) with the changed columns' old and new values; an FTS5 table as its own rows."}, h.diff)
-	sdk.AddTool(s, &sdk.Tool{Name: "get", Description: "A key's value at a revision (default HEAD): text inline, binary as base64; values over 256 KiB give their size only."}, h.get)
+	sdk.AddTool(s, &sdk.Tool{Name: "get", Description: "A key's value at a revision (default HEAD): text inline, binary as base64; values over 256 KiB give their size only: read those in ranges with offset and length (at most 256 KiB each)."}, h.get)
 	sdk.AddTool(s, &sdk.Tool{Name: "blame", Description: "Each line of a text value at a revision (default HEAD) with the commit, task and time that last changed it (git blame's walk; boundary marks a line at a forget cut, which may be older). Values over 1 MiB or not text are refused."}, h.blame)
 	sdk.AddTool(s, &sdk.Tool{Name: "sql", Description: "Run one read-only SQL statement against a SQLite value (e.g. memory.db) as it was at a revision (default HEAD), straight from the store: columns and typed rows (integers and reals as numbers, text as strings, blobs as {\"base64\"}); truncated when there were more rows than max_rows. Without a query: the database's tables and views. Writes, ATTACH, extensions, PRAGMAs that set anything and a second statement are refused; a query has a time limit."}, h.sql)
 	sdk.AddTool(s, &sdk.Tool{Name: "task", Description: "Tasks in history. With id (ID, or ID@ATTEMPT for one attempt; the latest landing otherwise): that task's commits, its receipt (verified) and its whole change from the commit it started from (line diffs when lines is true). Without id: the agent's history grouped by task, newest first, one entry per landed task (commits folded, keys written, bundle hash before and after, merge or not, receipt state), paged by skip and limit."}, h.task)
 	sdk.AddTool(s, &sdk.Tool{Name: "list", Description: "The keys under a prefix at a revision, with their sizes."}, h.list)
-	sdk.AddTool(s, &sdk.Tool{Name: "read_subtree", Description: "Every key under a prefix at a revision with its value, without a checkout (values over 256 KiB, and any past 4 MiB in all, give their size only)."}, h.readSubtree)
+	sdk.AddTool(s, &sdk.Tool{Name: "read_subtree", Description: "Every key under a prefix at a revision with its value, without a checkout, in pages of at most 256 KiB of values: when cursor is set, call again with it (and the same prefix) for the next page, read at the same commit. A value over 256 KiB gives its size only (read it with get's offset and length)."}, h.readSubtree)
 	sdk.AddTool(s, &sdk.Tool{Name: "oplog", Description: "An agent's operation log, newest first: every HEAD move (commit, merge, undo, redo, reset, fork, restore, pull), undone ones marked."}, h.oplog)
 	sdk.AddTool(s, &sdk.Tool{Name: "receipts", Description: "An agent's signed task receipts; with verify, each checked against the store's operator keys and its commit's bundle hash."}, h.receipts)
 	sdk.AddTool(s, &sdk.Tool{Name: "snapshots", Description: "An agent's snapshot pushes and restores: blob ids, commits, bundle hashes, expiry epochs."}, h.snapshots)
@@ -125,12 +128,44 @@ type handlers struct {
 }
 
 // with runs fn with the call's view: o.Open's, or the server's own.
+// Its errors carry the hint an MCP client needs (hint).
 func (h *handlers) with(ctx context.Context, write bool, fn func(v *inspect.View) error) error {
 	if h.o.Open != nil {
-		return h.o.Open(ctx, write, fn)
+		return hinted(h.o.Open(ctx, write, fn))
 	}
-	return fn(h.v)
+	return hinted(fn(h.v))
 }
+
+// hint is what MCP adds to an error from below it: the tool that answers
+// it. The libraries say what went wrong in their own words (and the CLI
+// adds its commands); tools are named only here.
+func hint(err error) string {
+	switch {
+	case errors.Is(err, refs.ErrNoAgent):
+		return "list_agents lists the agents; put or fork creates one"
+	}
+	return ""
+}
+
+// hinted is err with its hint, if it has one, in parentheses; errors.Is
+// and errors.As still see err.
+func hinted(err error) error {
+	if err == nil {
+		return nil
+	}
+	if h := hint(err); h != "" {
+		return &hintError{err: err, hint: h}
+	}
+	return err
+}
+
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
+func (e *hintError) Unwrap() error { return e.err }
 
 func (h *handlers) agent(a string) string {
 	if a == "" {
@@ -231,13 +266,17 @@ type valueOut struct {
 	Text    *string     `json:"text,omitempty"`
 	Base64  string      `json:"base64,omitempty"`
 	Omitted string      `json:"omitted,omitempty"`
+	// A range (get with offset or length): where it starts and its
+	// length; Size is the whole value's.
+	Offset *int64 `json:"offset,omitempty"`
+	Length int    `json:"length,omitempty"`
 }
 
 func toValue(v inspect.Value) valueOut {
 	out := valueOut{Key: v.Key, Commit: v.Commit, CID: v.CID, Size: v.Size}
 	switch {
 	case v.Truncated:
-		out.Omitted = fmt.Sprintf("%d bytes, over the %d-byte inline limit", v.Size, MaxInline)
+		out.Omitted = fmt.Sprintf("%d bytes, over the %d-byte inline limit; read it in ranges with get (offset, length)", v.Size, MaxInline)
 	case v.Text && utf8.Valid(v.Data):
 		s := string(v.Data)
 		out.Text = &s
@@ -247,16 +286,38 @@ func toValue(v inspect.Value) valueOut {
 	return out
 }
 
-func (h *handlers) get(ctx context.Context, _ *sdk.CallToolRequest, in keyIn) (*sdk.CallToolResult, any, error) {
+type getIn struct {
+	Agent  string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Rev    string `json:"rev,omitempty" jsonschema:"the revision (default HEAD)"`
+	Key    string `json:"key" jsonschema:"the key, e.g. skills/search.md"`
+	Offset int64  `json:"offset,omitempty" jsonschema:"read a range: the first byte (default 0)"`
+	Length int    `json:"length,omitempty" jsonschema:"read a range: at most this many bytes (at most 262144)"`
+}
+
+func (h *handlers) get(ctx context.Context, _ *sdk.CallToolRequest, in getIn) (*sdk.CallToolResult, any, error) {
+	ranged := in.Offset != 0 || in.Length != 0
+	if in.Length < 0 || in.Length > MaxInline {
+		return nil, valueOut{}, fmt.Errorf("length %d: a range is 1 to %d bytes", in.Length, MaxInline)
+	}
+	if in.Length == 0 {
+		in.Length = MaxInline
+	}
 	var v inspect.Value
 	err := h.with(ctx, false, func(vw *inspect.View) (err error) {
-		v, err = vw.Get(ctx, h.agent(in.Agent), in.Rev, in.Key, MaxInline)
+		if ranged {
+			v, err = vw.ReadRange(ctx, h.agent(in.Agent), in.Rev, in.Key, in.Offset, in.Length)
+		} else {
+			v, err = vw.Get(ctx, h.agent(in.Agent), in.Rev, in.Key, MaxInline)
+		}
 		return err
 	})
 	if err != nil {
 		return nil, valueOut{}, err
 	}
 	out := toValue(v)
+	if ranged {
+		out.Offset, out.Length = &in.Offset, len(v.Data)
+	}
 	if out.Text != nil {
 		// The text itself, not its JSON, is what a model reads best.
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: *out.Text}}}, out, nil
@@ -288,43 +349,34 @@ func (h *handlers) list(ctx context.Context, _ *sdk.CallToolRequest, in listIn) 
 	return nil, out, err
 }
 
-type subtreeOut struct {
-	Values []valueOut `json:"values"`
-	More   bool       `json:"more"`
+type subtreeIn struct {
+	Agent  string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Rev    string `json:"rev,omitempty" jsonschema:"the revision (default HEAD; with a cursor, the cursor's commit)"`
+	Prefix string `json:"prefix,omitempty" jsonschema:"only keys starting with this"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"continue after the answer that gave this cursor (same prefix)"`
 }
 
-func (h *handlers) readSubtree(ctx context.Context, _ *sdk.CallToolRequest, in listIn) (*sdk.CallToolResult, any, error) {
-	agent := h.agent(in.Agent)
-	var out subtreeOut
-	err := h.with(ctx, false, func(vw *inspect.View) error {
-		es, more, err := vw.List(ctx, agent, in.Rev, in.Prefix, MaxList)
-		if err != nil {
-			return err
-		}
-		out = subtreeOut{Values: []valueOut{}, More: more}
-		budget := int64(MaxSubtree)
-		for _, e := range es {
-			max := MaxInline
-			if int64(e.Size) > budget {
-				max = 0
-			}
-			v, err := vw.Get(ctx, agent, in.Rev, e.Key, max)
-			if err != nil {
-				return err
-			}
-			if !v.Truncated {
-				budget -= int64(v.Size)
-			} else if max == 0 && v.Size > 0 {
-				out.Values = append(out.Values, valueOut{Key: e.Key, Commit: v.Commit, CID: v.CID, Size: v.Size,
-					Omitted: fmt.Sprintf("%d bytes, past the %d-byte limit of one read_subtree", v.Size, MaxSubtree)})
-				continue
-			}
-			out.Values = append(out.Values, toValue(v))
-		}
-		return nil
+type subtreeOut struct {
+	Commit objects.CID `json:"commit"`
+	Values []valueOut  `json:"values"`
+	Cursor string      `json:"cursor,omitempty"`
+	More   bool        `json:"more"`
+}
+
+// readSubtree gives one page of the subtree (inspect.View.Subtree): at
+// most MaxSubtree bytes of values, and a cursor when more follow.
+func (h *handlers) readSubtree(ctx context.Context, _ *sdk.CallToolRequest, in subtreeIn) (*sdk.CallToolResult, any, error) {
+	var p inspect.SubtreePage
+	err := h.with(ctx, false, func(v *inspect.View) (err error) {
+		p, err = v.Subtree(ctx, h.agent(in.Agent), inspect.SubtreeOptions{Rev: in.Rev, Prefix: in.Prefix, Cursor: in.Cursor, Budget: MaxSubtree, MaxValue: MaxInline})
+		return err
 	})
 	if err != nil {
 		return nil, subtreeOut{}, err
+	}
+	out := subtreeOut{Commit: p.Commit, Values: make([]valueOut, 0, len(p.Values)), Cursor: p.Cursor, More: p.Cursor != ""}
+	for _, v := range p.Values {
+		out.Values = append(out.Values, toValue(v))
 	}
 	return nil, out, nil
 }
@@ -471,6 +523,11 @@ func (h *handlers) fork(ctx context.Context, _ *sdk.CallToolRequest, in forkIn) 
 	return nil, out, err
 }
 
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
 // parseValueURI reads agentstate://AGENT/REV/KEY (REV percent-decoded).
 func parseValueURI(uri string) (agent, rev, key string, ok bool) {
 	u, err := url.Parse(uri)
@@ -503,7 +560,10 @@ func (h *handlers) resource(ctx context.Context, req *sdk.ReadResourceRequest) (
 		return nil, err
 	}
 	if v.Truncated {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit", uri, v.Size, MaxInline)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("%s is %d bytes, over the %d bytes a resource read returns; read it in ranges with the get tool (agent %q, rev %q, key %q, offset, length up to %d)",
+				uri, v.Size, MaxInline, agent, rev, key, MaxInline),
+			Data: mustJSON(map[string]any{"uri": uri, "size": v.Size, "limit": MaxInline})}
 	}
 	c := &sdk.ResourceContents{URI: uri}
 	if v.Text && utf8.Valid(v.Data) {
