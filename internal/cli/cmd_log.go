@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -19,6 +20,7 @@ func newLogCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "oneline", Usage: "one line per commit"},
 			&cli.BoolFlag{Name: "tasks", Usage: "one entry per landed task (its commits folded), not per commit"},
 			&cli.BoolFlag{Name: "verify", Usage: "with --tasks: verify each task's receipt"},
+			&cli.StringFlag{Name: "row", Usage: "the history of one row TABLE:PK of a SQLite value (the key after --, default memory.db): PK is the primary key's value, a JSON array for a composite key, or the rowid"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing commits as HEAD moves (a served store; Ctrl-C stops)"}, jsonFlag()},
 		Action: e.logAction}
 }
@@ -35,8 +37,10 @@ type logOptions struct {
 }
 
 func (e *env) logAction(c *cli.Context) error {
-	if err := nargs(c, 0, 1); err != nil {
-		return err
+	if c.String("row") == "" {
+		if err := nargs(c, 0, 1); err != nil {
+			return err
+		}
 	}
 	o := logOptions{N: c.Int("n"), Path: c.String("path"), Oneline: c.Bool("oneline"), Follow: c.Bool("follow"), JSON: c.Bool("json"), Stderr: e.stderr}
 	if o.Path != "" {
@@ -49,6 +53,30 @@ func (e *env) logAction(c *cli.Context) error {
 	}
 	if c.Bool("verify") && !c.Bool("tasks") {
 		return usagef("log --verify verifies the receipts of log --tasks: give --tasks")
+	}
+	if row := c.String("row"); row != "" {
+		if o.Follow || o.Path != "" || c.Bool("tasks") || o.Oneline {
+			return usagef("log --row lists one row's history: no --follow, --path, --tasks or --oneline")
+		}
+		key, args := "memory.db", c.Args().Slice()
+		if i := slices.Index(e.args, "--"); i >= 0 {
+			keys := e.args[i+1:]
+			if len(keys) != 1 {
+				return usagef("log --row takes one KEY after --")
+			}
+			key = keys[0]
+			args = slices.DeleteFunc(args[:max(0, len(args)-1)], func(a string) bool { return a == "--" })
+		}
+		if len(args) > 1 {
+			return usagef("log --row takes at most one REV (the key goes after --)")
+		}
+		rev := ""
+		if len(args) == 1 {
+			rev = args[0]
+		}
+		return e.withRepoRead(func(r *repo.Repo) error {
+			return runLogRow(e.ctx, rowLogOptions{readOpts: e.readOpts(r), Rev: rev, Key: key, Row: row, N: o.N, JSON: o.JSON}, e.stdout)
+		})
 	}
 	if c.Bool("tasks") {
 		if o.Follow || o.Path != "" {

@@ -103,7 +103,7 @@ func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
 func TestTools(t *testing.T) {
 	v := store(t)
 	cs := connect(t, mcpserver.NewServer(v, mcpserver.Options{Agent: "lumen"}))
-	if got := toolNames(t, cs); !slices.Equal(got, []string{"blame", "delete", "diff", "fork", "get", "list", "list_agents", "log", "oplog", "put", "read_subtree", "receipts", "show", "snapshots", "sql", "task", "undo"}) {
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"blame", "delete", "diff", "fork", "get", "list", "list_agents", "log", "oplog", "put", "read_subtree", "receipts", "row_history", "show", "snapshots", "sql", "task", "undo"}) {
 		t.Fatalf("tools %v", got)
 	}
 	_, out := call(t, cs, "list_agents", nil)

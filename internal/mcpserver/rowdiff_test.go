@@ -43,3 +43,19 @@ func TestDiffToolRows(t *testing.T) {
 		}
 	}
 }
+
+// The row_history tool answers the read model's RowHistory: row 7 was
+// inserted by the seed task and edited by learn.
+func TestRowHistoryTool(t *testing.T) {
+	s := inspecttest.NewSQLite(t)
+	cs := connect(t, mcpserver.NewServer(inspect.New(s.R), mcpserver.Options{Agent: inspecttest.A, ReadOnly: true}))
+	_, out := call(t, cs, "row_history", map[string]any{"row": "messages:7"})
+	vs, _ := out["versions"].([]any)
+	if len(vs) != 2 {
+		t.Fatalf("versions: %v", out)
+	}
+	first, second := vs[0].(map[string]any), vs[1].(map[string]any)
+	if first["task"] != "learn" || first["change"] != "update" || second["task"] != "seed" || second["change"] != "insert" {
+		t.Fatalf("versions: %v", vs)
+	}
+}

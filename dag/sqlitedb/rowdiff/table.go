@@ -18,6 +18,7 @@ type tinfo struct {
 	kind string   // "table", "without rowid", "fts5", "virtual", and shadow tables as their base kind
 	cols []string // columns a row is read and written by (no hidden or generated ones)
 	pk   []int    // WITHOUT ROWID: the primary key's columns, as indexes into cols
+	decl []int    // the declared primary key's columns (any table)
 	ipk  bool     // a rowid table whose one INTEGER PRIMARY KEY column is the rowid
 	vtab string   // a shadow table's virtual table
 }
@@ -69,6 +70,7 @@ func (s *side) info(name string) (tinfo, error) {
 	if t.kind == "table" && len(pks) == 1 && strings.EqualFold(types[pks[0].idx], "INTEGER") {
 		t.ipk = true
 	}
+	t.decl = t.pk
 	if t.kind != "without rowid" {
 		t.pk = nil
 	}

@@ -1,0 +1,65 @@
+package rowdiff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentstate/agentstate/dag/sqlitedb"
+)
+
+// ErrBadKey: a row's key does not fit its table (a composite key with the
+// wrong number of values, a non-integer rowid).
+var ErrBadKey = errors.New("rowdiff: key does not fit the table")
+
+// Row is one row of a table as Lookup found it.
+type Row struct {
+	Columns []string `json:"columns"`
+	Values  []Cell   `json:"values"`
+}
+
+// Lookup reads the row of table whose key is key in db: its primary key's
+// values (one value, or one per column of a composite key), or its rowid
+// in a table with no declared primary key, an INTEGER PRIMARY KEY, or a
+// virtual (FTS5) table. found is false when the table or the row is not
+// there.
+func Lookup(ctx context.Context, db *sqlitedb.DB, table string, key []Cell) (Row, bool, error) {
+	s, err := openSide(ctx, db)
+	if err != nil {
+		return Row{}, false, err
+	}
+	defer db.ReleaseConn(s.conn)
+	o, ok := s.objs[table]
+	if !ok || o.Type != "table" {
+		return Row{}, false, nil
+	}
+	t, err := s.info(table)
+	if err != nil {
+		return Row{}, false, err
+	}
+	var where []string
+	switch {
+	case len(key) == 1 && key[0].Kind == sqlitedb.Integer && t.kind != "without rowid" && (t.ipk || len(t.decl) == 0 || len(t.decl) > 1):
+		where = []string{"rowid=?"}
+	case len(t.decl) > 0 && len(key) == len(t.decl):
+		for _, i := range t.decl {
+			where = append(where, quoteID(t.cols[i])+"=?")
+		}
+	case len(key) == 1 && t.kind != "without rowid":
+		where = []string{"rowid=?"}
+	default:
+		if len(t.decl) > 0 {
+			return Row{}, false, fmt.Errorf("%w: %q's primary key has %d column(s), the key gives %d value(s)", ErrBadKey, table, len(t.decl), len(key))
+		}
+		return Row{}, false, fmt.Errorf("%w: %q has no primary key: give its rowid", ErrBadKey, table)
+	}
+	out := map[string]row{}
+	if err := s.read(ctx, table, t, strings.Join(where, " AND "), key, nil, out); err != nil {
+		return Row{}, false, err
+	}
+	for _, r := range out {
+		return Row{Columns: t.cols, Values: r.vals}, true, nil
+	}
+	return Row{Columns: t.cols}, false, nil
+}
