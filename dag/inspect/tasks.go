@@ -102,12 +102,14 @@ func (v *View) Tasks(ctx context.Context, agent string, o TaskOptions) (TaskLog,
 	// the commits the receipts name are read ahead, in parallel, into the
 	// repository's commit cache, newest first.
 	pctx, stop := context.WithCancel(ctx)
-	defer stop()
 	want := len(tape.receipts)
 	if o.Limit > 0 {
 		want = min(want, o.Skip+o.Limit+1)
 	}
-	v.prefetch(pctx, tape.receipts[len(tape.receipts)-want:])
+	wait := v.prefetch(pctx, tape.receipts[len(tape.receipts)-want:])
+	// The readers end (after the read in hand) before Tasks returns: its
+	// caller may close the store next.
+	defer func() { stop(); wait() }()
 	out := TaskLog{Head: head.Commit, Tasks: []Task{}}
 	claimed := map[objects.CID]bool{}
 	n := 0
@@ -437,14 +439,18 @@ func (v *View) tapeIndex(ctx context.Context, agent string) (*tapeIndex, error) 
 
 // prefetch reads, in the background and in parallel, the commits of the
 // landings rcs name (the newest first) into the repository's commit cache,
-// until ctx is done. Errors are left to the reads that need the commits.
-func (v *View) prefetch(ctx context.Context, rcs []*receipt.Receipt) {
+// until ctx is done; wait returns when the readers have ended. Errors are
+// left to the reads that need the commits.
+func (v *View) prefetch(ctx context.Context, rcs []*receipt.Receipt) (wait func()) {
+	var wg sync.WaitGroup
 	if _, ok := v.R.Blocks.(*dag.CommitCache); !ok || len(rcs) < 64 {
-		return
+		return wg.Wait
 	}
 	workers := max(1, goruntime.GOMAXPROCS(0))
 	for w := range workers {
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			for i := len(rcs) - 1 - w; i >= 0 && ctx.Err() == nil; i -= workers {
 				rc := rcs[i]
 				if rc.Merged() {
@@ -461,6 +467,7 @@ func (v *View) prefetch(ctx context.Context, rcs []*receipt.Receipt) {
 			}
 		}()
 	}
+	return wg.Wait
 }
 
 func (ti *tapeIndex) landing(agent string, i int) repo.TaskLanding {
