@@ -102,7 +102,8 @@ func (w *watchReader) Read(p []byte) (int, error) {
 
 // Sizes in ls and diff --stat, and a patch's "large values differ", come
 // from a value's file node: with a chunk of the value gone from the store
-// they still answer, reading no chunk.
+// they still answer, reading no chunk past the first (whose header says
+// whether the value is a SQLite database, shown by table).
 func TestSizesReadNoChunk(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -124,7 +125,10 @@ func TestSizesReadNoChunk(t *testing.T) {
 		}
 	}
 	_, blocks := objects.NewFileValue(content)
-	if err := r.Storage.(objects.BlockDeleter).Delete(ctx, blocks[0].CID); err != nil {
+	if len(blocks) < 3 {
+		t.Fatalf("%d chunks: the test wants a value of several", len(blocks))
+	}
+	if err := r.Storage.(objects.BlockDeleter).Delete(ctx, blocks[1].CID); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, stderr := exec(nil, "ls", "--long"); code != 0 || !strings.Contains(out, " 3145728 big") {

@@ -107,7 +107,12 @@ func TestReadCommandsAsFunctions(t *testing.T) {
 		{name: "diff --json -p", run: func(o *bytes.Buffer) error {
 			return runDiff(ctx, diffOptions{readOpts: ro, JSON: true, Patch: true}, []string{"keep-me", "HEAD"}, o)
 		}, want: changes("keep-me", "HEAD", true)},
-		{name: "diff with no revision", run: func(o *bytes.Buffer) error { return runDiff(ctx, diffOptions{readOpts: ro}, nil, o) }, err: "takes 1 to 2 arguments"},
+		{name: "diff with no revision is HEAD's change", run: func(o *bytes.Buffer) error {
+			return runDiff(ctx, diffOptions{readOpts: ro, JSON: true}, nil, o)
+		}, want: changes("HEAD~1", "HEAD", false)},
+		{name: "diff with three revisions", run: func(o *bytes.Buffer) error {
+			return runDiff(ctx, diffOptions{readOpts: ro}, []string{"HEAD~2", "HEAD~1", "HEAD"}, o)
+		}, err: "takes at most 2 revisions"},
 		{name: "diff from an invalid revision", run: func(o *bytes.Buffer) error {
 			return runDiff(ctx, diffOptions{readOpts: ro}, []string{"no-such-tag"}, o)
 		}, kind: inspect.ErrBadRequest, err: "no-such-tag"},
