@@ -143,8 +143,8 @@ func oneLine(s string) string {
 // globalFlags are the flags before the command.
 func globalFlags(e *env) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "store", Usage: "store directory (default: nearest .agentstate walking up)", EnvVars: []string{"AGENTSTATE_STORE"}, Destination: &e.storeFlag},
-		&cli.StringFlag{Name: "remote", Usage: "a served store's TCP address (HOST:PORT); the token in AGENTSTATE_TOKEN", EnvVars: []string{"AGENTSTATE_REMOTE"}, Destination: &e.remoteFlag},
+		&cli.StringFlag{Name: "store", Usage: "store `DIR` (default: nearest .agentstate walking up)", EnvVars: []string{"AGENTSTATE_STORE"}, Destination: &e.storeFlag},
+		&cli.StringFlag{Name: "remote", Usage: "a served store's TCP address `HOST:PORT`; the token in AGENTSTATE_TOKEN", EnvVars: []string{"AGENTSTATE_REMOTE"}, Destination: &e.remoteFlag},
 		&cli.StringFlag{Name: "agent", Usage: "`AGENT` to act on", Value: DefaultAgent, EnvVars: []string{"AGENTSTATE_AGENT"}, Destination: &e.agent},
 	}
 }
@@ -221,16 +221,29 @@ func newApp(e *env, args []string) *cli.App {
 	for _, c := range app.Commands {
 		c.Flags = namesOnce(c.Flags)
 		c.OnUsageError = onUsageError // flag errors of every command are usage errors
+		withExamples(c, "")
 		if c.Name == "help" {
 			continue // runs during the parse (see newHelpCommand)
 		}
-		act := c.Action
+		deferAction(e, c)
+	}
+	app.CustomAppHelpTemplate = strings.TrimRight(cli.AppHelpTemplate, "\n") + "\n\nEXAMPLES:\n   " + strings.Join(examples[""], "\n   ") + "\n"
+	return app
+}
+
+// deferAction makes c's action (and its subcommands') record itself as
+// the action to run after parsing (see env.main).
+func deferAction(e *env, c *cli.Command) {
+	if act := c.Action; act != nil {
 		c.Action = func(c *cli.Context) error {
 			e.action = func() error { return act(c) }
 			return nil
 		}
 	}
-	return app
+	for _, s := range c.Subcommands {
+		s.OnUsageError = onUsageError
+		deferAction(e, s)
+	}
 }
 
 // unknownCommand is the usage error for a command name that names none,

@@ -13,7 +13,7 @@ func newCommitCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "commit", Usage: "snapshot a brain directory as the agent's next commit", ArgsUsage: "DIR",
 		Flags: []cli.Flag{
 			messageFlag(),
-			&cli.StringSliceFlag{Name: "meta", Usage: "metadata KEY=VALUE (repeatable)"},
+			&cli.StringSliceFlag{Name: "meta", Usage: "metadata `KEY=VALUE` (repeatable)"},
 			&cli.BoolFlag{Name: "allow-empty", Usage: "commit even if nothing changed"},
 		}, Action: e.runCommit}
 }

@@ -11,7 +11,7 @@ import (
 func newDuCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "du", Usage: "what the store's bytes hold: live and reclaimable, per commit (added, shared), per key (growth over history)", ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "n", Value: 10, Usage: "show the newest N commits and the N keys that grew most (-1: all)"},
+			&cli.IntFlag{Name: "n", Value: 10, Usage: "show the newest `N` commits and the N keys that grew most (-1: all)"},
 			jsonFlag(),
 		},
 		Action: e.runDu}

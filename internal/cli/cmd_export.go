@@ -15,8 +15,8 @@ import (
 func newExportCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "export", Usage: "write REV (default HEAD) as a deterministic tar or a CARv1 file", ArgsUsage: "[REV]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Value: "tar", Usage: "tar or car"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (- for stdout)", Required: true},
+			&cli.StringFlag{Name: "format", Value: "tar", Usage: "`FORMAT`: tar or car"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output `FILE` (- for stdout)", Required: true},
 			&cli.BoolFlag{Name: "receipts", Usage: "include the agent's receipts.ndjson in the tar"},
 		}, Action: e.runExport}
 }

@@ -17,13 +17,13 @@ func policyFlags() []cli.Flag {
 		return &cli.IntFlag{Name: "keep-" + name, Usage: what + " (-1: all)"}
 	}
 	return []cli.Flag{
-		keep("last", "keep the newest N states"),
-		keep("hourly", "keep the newest state of each of the last N hours that have one"),
-		keep("daily", "... of each of the last N days"),
-		keep("weekly", "... of each of the last N ISO weeks"),
-		keep("monthly", "... of each of the last N months"),
-		keep("yearly", "... of each of the last N years"),
-		&cli.StringFlag{Name: "keep-within", Usage: "keep every state within DURATION of the newest (e.g. 36h, 7d, 2w3d)"},
+		keep("last", "keep the newest `N` states"),
+		keep("hourly", "keep the newest state of each of the last `N` hours that have one"),
+		keep("daily", "... of each of the last `N` days"),
+		keep("weekly", "... of each of the last `N` ISO weeks"),
+		keep("monthly", "... of each of the last `N` months"),
+		keep("yearly", "... of each of the last `N` years"),
+		&cli.StringFlag{Name: "keep-within", Usage: "keep every state within `DURATION` of the newest (e.g. 36h, 7d, 2w3d)"},
 	}
 }
 

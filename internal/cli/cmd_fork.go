@@ -10,7 +10,7 @@ import (
 
 func newForkCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "fork", Usage: "start a new agent lineage at REV (default HEAD)", ArgsUsage: "NEW",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "from", Value: "HEAD", Usage: "revision to fork from"}}, Action: e.runFork}
+		Flags: []cli.Flag{&cli.StringFlag{Name: "from", Value: "HEAD", Usage: "the revision `REV` to fork from"}}, Action: e.runFork}
 }
 
 func (e *env) runFork(c *cli.Context) error {

@@ -11,7 +11,7 @@ import (
 
 func newHashCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "hash", Usage: "print the lineage bundle hash of REV (default HEAD) or of --dir", ArgsUsage: "[REV]",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "dir", Usage: "hash a brain directory on disk instead"}, jsonFlag()}, Action: e.runHash}
+		Flags: []cli.Flag{&cli.StringFlag{Name: "dir", Usage: "hash the brain directory `DIR` on disk instead"}, jsonFlag()}, Action: e.runHash}
 }
 
 func (e *env) runHash(c *cli.Context) error {

@@ -13,7 +13,7 @@ import (
 func newKeygenCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "keygen", Usage: "write a new 32-byte snapshot key (mode 0600), or with --age an age identity", ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "key file to create (required without --age)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "key `FILE` to create (required without --age)"},
 			&cli.BoolFlag{Name: "age", Usage: "make an age X25519 identity (age-keygen's format) and print its recipient (public key); without -o the identity goes to stdout"},
 		},
 		Action: e.runKeygen}

@@ -15,8 +15,8 @@ import (
 
 func newLogCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "log", Usage: "show history, newest first", ArgsUsage: "[REV]",
-		Flags: []cli.Flag{&cli.IntFlag{Name: "n", Value: -1, Usage: "show at most N commits"},
-			&cli.StringFlag{Name: "path", Usage: "only commits that changed KEY"},
+		Flags: []cli.Flag{&cli.IntFlag{Name: "n", Value: -1, Usage: "show at most `N` commits"},
+			&cli.StringFlag{Name: "path", Usage: "only commits that changed `KEY`"},
 			&cli.BoolFlag{Name: "oneline", Usage: "one line per commit"},
 			&cli.BoolFlag{Name: "tasks", Usage: "one entry per landed task (its commits folded), not per commit"},
 			&cli.BoolFlag{Name: "verify", Usage: "with --tasks: verify each task's receipt"},

@@ -12,7 +12,7 @@ import (
 
 func newOplogCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "oplog", Usage: "show the agent's operation log, newest first", ArgsUsage: " ",
-		Flags: []cli.Flag{&cli.IntFlag{Name: "n", Value: -1, Usage: "show at most N entries"}, jsonFlag()}, Action: e.oplogAction}
+		Flags: []cli.Flag{&cli.IntFlag{Name: "n", Value: -1, Usage: "show at most `N` entries"}, jsonFlag()}, Action: e.oplogAction}
 }
 
 type oplogOptions struct {

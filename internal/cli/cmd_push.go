@@ -12,13 +12,13 @@ import (
 func newPushCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "push", Usage: "encrypt REV (default HEAD) and ship it to the blob store; repoint the pointer", ArgsUsage: "[REV]",
 		Flags: append([]cli.Flag{keyFlag(),
-			&cli.StringSliceFlag{Name: "recipient", Aliases: []string{"r"}, Usage: "encrypt to this age X25519 recipient (age1..., an operator's public key) instead of the key; repeatable"},
-			&cli.StringFlag{Name: "recipients-file", Usage: "encrypt to the age recipients in FILE (one age1... per line, # comments) instead of the key", EnvVars: []string{"AGENTSTATE_RECIPIENTS_FILE"}},
-			&cli.IntFlag{Name: "epochs", Usage: "Walrus epochs to store for", EnvVars: []string{"AGENTSTATE_WALRUS_EPOCHS"}},
+			&cli.StringSliceFlag{Name: "recipient", Aliases: []string{"r"}, Usage: "encrypt to the age X25519 `RECIPIENT` (age1..., an operator's public key) instead of the key; repeatable"},
+			&cli.StringFlag{Name: "recipients-file", Usage: "encrypt to the age recipients in `FILE` (one age1... per line, # comments) instead of the key", EnvVars: []string{"AGENTSTATE_RECIPIENTS_FILE"}},
+			&cli.IntFlag{Name: "epochs", Usage: "store for `N` Walrus epochs", EnvVars: []string{"AGENTSTATE_WALRUS_EPOCHS"}},
 			&cli.BoolFlag{Name: "permanent", Usage: "store a permanent (not deletable) blob"},
-			&cli.StringFlag{Name: "eth-key", Usage: "hex secp256k1 key file that signs the ENS update", EnvVars: []string{"AGENTSTATE_ETH_KEY"}},
+			&cli.StringFlag{Name: "eth-key", Usage: "hex secp256k1 key `FILE` that signs the ENS update", EnvVars: []string{"AGENTSTATE_ETH_KEY"}},
 			&cli.BoolFlag{Name: "history", Usage: "also ship the whole history: a pack of the blocks and receipts new since the last history push, and a manifest signed with --sign-key (REV must be HEAD)"},
-			&cli.StringFlag{Name: "sign-key", Usage: "operator ed25519 key file that signs the history manifest (created, with FILE.pub, when missing)", EnvVars: []string{"AGENTSTATE_SIGN_KEY"}},
+			&cli.StringFlag{Name: "sign-key", Usage: "operator ed25519 key `FILE` that signs the history manifest (created, with FILE.pub, when missing)", EnvVars: []string{"AGENTSTATE_SIGN_KEY"}},
 			jsonFlag()}, walrusFlags()...),
 		Action: e.runPush}
 }

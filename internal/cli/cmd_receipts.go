@@ -27,8 +27,8 @@ func newReceiptsCommand(e *env) *cli.Command {
 			"its stateDeltaHash, and (when the commit is in the store) its bundleAfter.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "verify", Usage: "verify every receipt; exit 1 if any fails"},
-			&cli.StringSliceFlag{Name: "pub", Usage: "trusted operator public key: FILE or 64 hex digits (repeatable; default: the keys recorded in the store)"},
-			&cli.StringFlag{Name: "file", Usage: "read receipts.ndjson from FILE ('-' for stdin) instead of the store"},
+			&cli.StringSliceFlag{Name: "pub", Usage: "trusted operator public `KEY`: a file or 64 hex digits (repeatable; default: the keys recorded in the store)"},
+			&cli.StringFlag{Name: "file", Usage: "read receipts.ndjson from `FILE` ('-' for stdin) instead of the store"},
 			jsonFlag(),
 		},
 		Action: e.receiptsAction,

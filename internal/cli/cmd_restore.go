@@ -18,12 +18,12 @@ import (
 func newRestoreCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "restore", Usage: "restore the agent from its pointer (or --blob) into the store", ArgsUsage: " ",
 		Flags: append([]cli.Flag{keyFlag(),
-			&cli.StringSliceFlag{Name: "identity", Aliases: []string{"i"}, Usage: "age identity file (AGE-SECRET-KEY-1..., mode 0600) for a snapshot encrypted to age recipients; repeatable", EnvVars: []string{"AGENTSTATE_IDENTITY"}},
-			&cli.StringFlag{Name: "blob", Usage: "blob id to restore instead of the pointer's"},
-			&cli.StringFlag{Name: "expect", Usage: "refuse unless the bundle hash is this 0x... value"},
+			&cli.StringSliceFlag{Name: "identity", Aliases: []string{"i"}, Usage: "age identity `FILE` (AGE-SECRET-KEY-1..., mode 0600) for a snapshot encrypted to age recipients; repeatable", EnvVars: []string{"AGENTSTATE_IDENTITY"}},
+			&cli.StringFlag{Name: "blob", Usage: "the blob `ID` to restore instead of the pointer's"},
+			&cli.StringFlag{Name: "expect", Usage: "refuse unless the bundle hash is `HASH` (0x...)"},
 			&cli.BoolFlag{Name: "history", Usage: "rebuild the whole history from the history manifest (push --history) instead of the snapshot: every commit, receipt and operator key"},
-			&cli.StringSliceFlag{Name: "pub", Usage: "with --history: trusted operator public key (FILE or 64 hex digits) that may sign the manifest; repeatable (default: the keys the store trusts for the agent, see trust ls)"},
-			&cli.Int64Flag{Name: "min-seq", Usage: "with --history: refuse a manifest numbered below N (a store refuses one older than it has seen by itself)"},
+			&cli.StringSliceFlag{Name: "pub", Usage: "with --history: trusted operator public `KEY` (a file or 64 hex digits) that may sign the manifest; repeatable (default: the keys the store trusts for the agent, see trust ls)"},
+			&cli.Int64Flag{Name: "min-seq", Usage: "with --history: refuse a manifest numbered below `N` (a store refuses one older than it has seen by itself)"},
 			&cli.BoolFlag{Name: "ff-only", Usage: "with --history: refuse to merge when the agent's HEAD is not in the restored history"},
 			jsonFlag()}, walrusFlags()...),
 		Action: e.runRestore}

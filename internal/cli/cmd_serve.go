@@ -20,14 +20,14 @@ import (
 func newServeCommand(e *env) *cli.Command {
 	cmd := &cli.Command{Name: "serve", Usage: "hold the store and serve it to every other command (foreground)", ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "listen", Usage: "also serve on TCP at ADDR (HOST:PORT): the repository API, and MCP over HTTP at /mcp; needs a token file"},
-			&cli.StringFlag{Name: "token-file", Usage: "read-write bearer tokens for TCP, one per line"},
-			&cli.StringFlag{Name: "read-token-file", Usage: "read-only bearer tokens for TCP, one per line"},
-			&cli.StringFlag{Name: "tls-cert", Usage: "serve TCP with TLS: PEM certificate (chain) file"},
-			&cli.StringFlag{Name: "tls-key", Usage: "PEM private key of --tls-cert"},
-			&cli.StringSliceFlag{Name: "http-host", Usage: "a host name browsers reach the TCP address by without TLS (beside IP addresses and localhost; others are refused: DNS rebinding); repeatable"},
+			&cli.StringFlag{Name: "listen", Usage: "also serve on TCP at `ADDR` (HOST:PORT): the repository API, and MCP over HTTP at /mcp; needs a token file"},
+			&cli.StringFlag{Name: "token-file", Usage: "read-write bearer tokens for TCP, one per line of `FILE`"},
+			&cli.StringFlag{Name: "read-token-file", Usage: "read-only bearer tokens for TCP, one per line of `FILE`"},
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve TCP with TLS: PEM certificate (chain) `FILE`"},
+			&cli.StringFlag{Name: "tls-key", Usage: "PEM private key `FILE` of --tls-cert"},
+			&cli.StringSliceFlag{Name: "http-host", Usage: "a host name (`HOST`) browsers reach the TCP address by without TLS (beside IP addresses and localhost; others are refused: DNS rebinding); repeatable"},
 			&cli.BoolFlag{Name: "ui", Usage: "serve the time-travel page at / of the TCP address (without --listen: 127.0.0.1, a free port, and a read-only token made for this run)"},
-			&cli.DurationFlag{Name: "forget-every", Usage: "with --keep-* flags: apply that retention policy to every agent this often, beside the writers (default 1h)"},
+			&cli.DurationFlag{Name: "forget-every", Usage: "with --keep-* flags: apply that retention policy to every agent every `DURATION`, beside the writers (default 1h)"},
 		},
 		Action: e.runServe}
 	cmd.Flags = append(cmd.Flags, policyFlags()...)

@@ -11,7 +11,7 @@ import (
 
 func newSnapshotsCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "snapshots", Usage: "list pushes and restores: blob id, commit, bundle hash, end epoch", ArgsUsage: " ",
-		Flags:  []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every agent"}, &cli.Int64Flag{Name: "epoch", Usage: "current Walrus epoch, to warn before blobs expire"}, jsonFlag()},
+		Flags:  []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every agent"}, &cli.Int64Flag{Name: "epoch", Usage: "the current Walrus `EPOCH`, to warn before blobs expire"}, jsonFlag()},
 		Action: e.runSnapshots}
 }
 

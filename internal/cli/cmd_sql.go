@@ -22,8 +22,8 @@ func newSQLCommand(e *env) *cli.Command {
 		Flags: []cli.Flag{
 			jsonFlag(),
 			&cli.BoolFlag{Name: "header", Usage: "print the column names first (list mode)"},
-			&cli.IntFlag{Name: "max-rows", Value: sqlitedb.DefaultMaxRows, Usage: "fail after printing N rows when the query has more"},
-			&cli.DurationFlag{Name: "timeout", Value: sqlitedb.DefaultTimeout, Usage: "interrupt the query after this long"},
+			&cli.IntFlag{Name: "max-rows", Value: sqlitedb.DefaultMaxRows, Usage: "fail after printing `N` rows when the query has more"},
+			&cli.DurationFlag{Name: "timeout", Value: sqlitedb.DefaultTimeout, Usage: "interrupt the query after `DURATION`"},
 		},
 		Action: e.sqlAction}
 }

@@ -28,7 +28,7 @@ func newPullCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "pull", Usage: "bring the agent's new commits from another store: fast-forward, or merge as tasks merge", ArgsUsage: "SRC",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "ff-only", Usage: "refuse to merge: only a fast-forward"},
-			&cli.StringFlag{Name: "from", Usage: "the other store's agent (default: the same name)"},
+			&cli.StringFlag{Name: "from", Usage: "the other store's `AGENT` (default: the same name)"},
 			jsonFlag(),
 		}, Action: e.runPull}
 }
@@ -37,7 +37,7 @@ func newSendCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "send", Usage: "send the agent's history to another store (the other way from pull): fast-forward or merge there", ArgsUsage: "DST",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "ff-only", Usage: "refuse to merge: only a fast-forward"},
-			&cli.StringFlag{Name: "to", Usage: "the other store's agent (default: the same name)"},
+			&cli.StringFlag{Name: "to", Usage: "the other store's `AGENT` (default: the same name)"},
 			jsonFlag(),
 		}, Action: e.runSend}
 }

@@ -17,7 +17,7 @@ func patchFlag() cli.Flag {
 
 // messageFlag is -m/--message of the commands that make a commit.
 func messageFlag() cli.Flag {
-	return &cli.StringFlag{Name: "message", Aliases: []string{"m"}, Usage: "commit message"}
+	return &cli.StringFlag{Name: "message", Aliases: []string{"m"}, Usage: "commit `MESSAGE`"}
 }
 
 // atFlag is --at REV of the commands that read one revision's tree.
@@ -27,20 +27,20 @@ func atFlag() cli.Flag {
 
 // keyFlag is the snapshot key of push and restore.
 func keyFlag() cli.Flag {
-	return &cli.StringFlag{Name: "key", Usage: "32-byte key file (or AGENTSTATE_PASSPHRASE)", EnvVars: []string{"AGENTSTATE_KEY"}}
+	return &cli.StringFlag{Name: "key", Usage: "32-byte key `FILE` (or AGENTSTATE_PASSPHRASE)", EnvVars: []string{"AGENTSTATE_KEY"}}
 }
 
 // walrusFlags are the blob store and pointer flags of push and restore (see
 // pipeline).
 func walrusFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "walrus-publisher", Usage: "Walrus publisher URL (default: local blob directory)", EnvVars: []string{"AGENTSTATE_WALRUS_PUBLISHER"}},
-		&cli.StringFlag{Name: "walrus-aggregator", Usage: "Walrus aggregator URL", EnvVars: []string{"AGENTSTATE_WALRUS_AGGREGATOR"}},
-		&cli.Int64Flag{Name: "walrus-part-size", Usage: "split blobs larger than this many bytes into parts under a manifest (default: the public publishers' 10 MiB limit)", EnvVars: []string{"AGENTSTATE_WALRUS_PART_SIZE"}},
-		&cli.StringFlag{Name: "blob-dir", Usage: "local blob directory (default <store>/blobs)", EnvVars: []string{"AGENTSTATE_BLOB_DIR"}},
-		&cli.StringFlag{Name: "pointer-dir", Usage: "local pointer directory (default <store>/pointers)", EnvVars: []string{"AGENTSTATE_POINTER_DIR"}},
-		&cli.StringFlag{Name: "ens", Usage: "ENS name whose agent-snapshot record is the pointer"},
-		&cli.StringFlag{Name: "eth-rpc", Usage: "Ethereum JSON-RPC URL for --ens", EnvVars: []string{"AGENTSTATE_ETH_RPC"}},
-		&cli.StringFlag{Name: "ens-registry", Usage: "ENS registry address", Value: ens.DefaultRegistryHex},
+		&cli.StringFlag{Name: "walrus-publisher", Usage: "Walrus publisher `URL` (default: local blob directory)", EnvVars: []string{"AGENTSTATE_WALRUS_PUBLISHER"}},
+		&cli.StringFlag{Name: "walrus-aggregator", Usage: "Walrus aggregator `URL`", EnvVars: []string{"AGENTSTATE_WALRUS_AGGREGATOR"}},
+		&cli.Int64Flag{Name: "walrus-part-size", Usage: "split blobs larger than `BYTES` into parts under a manifest (default: the public publishers' 10 MiB limit)", EnvVars: []string{"AGENTSTATE_WALRUS_PART_SIZE"}},
+		&cli.StringFlag{Name: "blob-dir", Usage: "local blob `DIR` (default <store>/blobs)", EnvVars: []string{"AGENTSTATE_BLOB_DIR"}},
+		&cli.StringFlag{Name: "pointer-dir", Usage: "local pointer `DIR` (default <store>/pointers)", EnvVars: []string{"AGENTSTATE_POINTER_DIR"}},
+		&cli.StringFlag{Name: "ens", Usage: "ENS `NAME` whose agent-snapshot record is the pointer"},
+		&cli.StringFlag{Name: "eth-rpc", Usage: "Ethereum JSON-RPC `URL` for --ens", EnvVars: []string{"AGENTSTATE_ETH_RPC"}},
+		&cli.StringFlag{Name: "ens-registry", Usage: "ENS registry `ADDRESS`", Value: ens.DefaultRegistryHex},
 	}
 }

@@ -3,6 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
+	"regexp"
+	"slices"
 	"os/exec"
 	"strings"
 	"testing"
@@ -80,4 +83,57 @@ func TestNoPackageRewritesHelp(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every command's help (and every subcommand's) has a synopsis, names each
+// flag's value (never urfave/cli's placeholder "value") and ends with
+// examples; every example parses: its command and flags exist.
+func TestEveryCommandHelp(t *testing.T) {
+	valuePlaceholder := regexp.MustCompile(`(^|[ ,])--?[a-z0-9-]+ value\b`)
+	help := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Main(context.Background(), append(append([]string{"agentstate"}, args...), "--help"), strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("agentstate %v --help: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	if top := help(); valuePlaceholder.MatchString(top) {
+		t.Errorf("--help has a flag whose value is named \"value\":\n%s", top)
+	}
+	var walk func(path []string, cmds []*cli.Command)
+	walk = func(path []string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			p := append(slices.Clone(path), c.Name)
+			name := strings.Join(p, " ")
+			out := help(p...)
+			synopsis := "USAGE:\n   agentstate " + name
+			if name == "help" {
+				synopsis = "USAGE:\n   agentstate " // help --help is --help (TestHelp)
+			}
+			if !strings.Contains(out, synopsis) {
+				t.Errorf("%s --help has no synopsis:\n%s", name, out)
+			}
+			if m := valuePlaceholder.FindString(out); m != "" {
+				t.Errorf("%s --help names a flag's value \"value\" (%q): put its name in backquotes in the flag's Usage", name, m)
+			}
+			if !strings.Contains(out, "\nEXAMPLES:\n   ") || len(examples[name]) == 0 {
+				t.Errorf("%s --help has no example: add one to examples (help_examples.go)", name)
+			}
+			for _, ex := range examples[name] {
+				words := shellWords(ex)
+				if words[0] != "agentstate" {
+					continue // a shell line (completion)
+				}
+				e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+				app := newApp(e, words)
+				args := reorderArgs(app, words)
+				if err := app.RunContext(context.Background(), args); err != nil {
+					t.Errorf("example %q does not parse: %v", ex, err)
+				}
+			}
+			walk(p, c.Subcommands)
+		}
+	}
+	walk(nil, commands(&env{}))
 }
