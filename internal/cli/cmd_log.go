@@ -20,7 +20,7 @@ func newLogCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "oneline", Usage: "one line per commit"},
 			&cli.BoolFlag{Name: "tasks", Usage: "one entry per landed task (its commits folded), not per commit"},
 			&cli.BoolFlag{Name: "verify", Usage: "with --tasks: verify each task's receipt"},
-			&cli.StringFlag{Name: "row", Usage: "the history of one row TABLE:PK of a SQLite value (the key after --, default memory.db): PK is the primary key's value, a JSON array for a composite key, or the rowid"},
+			&cli.StringFlag{Name: "row", Usage: "the history of one row `TABLE:PK` of a SQLite value (the key after --, default memory.db): PK is the primary key's value, a JSON array for a composite key, or the rowid"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing commits as HEAD moves (a served store; Ctrl-C stops)"}, jsonFlag()},
 		Action: e.logAction}
 }

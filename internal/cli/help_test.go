@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os/exec"
 	"regexp"
 	"slices"
-	"os/exec"
 	"strings"
 	"testing"
 
