@@ -23,6 +23,16 @@ type RowDiff = rowdiff.Diff
 // WAL mode whose -wal in the same change holds changes not in the value,
 // gets RowsError instead, and the other changes are still filled.
 func (v *View) DiffRows(ctx context.Context, changes []Change) error {
+	return v.diffRows(ctx, changes, false)
+}
+
+// DiffSQL is DiffRows computing also what each Rows' SQL method needs
+// (the shadow tables of virtual tables, the tables SQL writes whole).
+func (v *View) DiffSQL(ctx context.Context, changes []Change) error {
+	return v.diffRows(ctx, changes, true)
+}
+
+func (v *View) diffRows(ctx context.Context, changes []Change, sql bool) error {
 	walSize := map[string]uint64{}
 	for _, c := range changes {
 		if strings.HasSuffix(c.Path, "-wal") {
@@ -31,7 +41,7 @@ func (v *View) DiffRows(ctx context.Context, changes []Change) error {
 	}
 	for i := range changes {
 		c := &changes[i]
-		d, err := v.rowDiff(ctx, c.Old, c.New, walSize[c.Path])
+		d, err := v.rowDiff(ctx, c.Old, c.New, walSize[c.Path], sql)
 		switch {
 		case err == nil:
 			c.Rows = d
@@ -58,7 +68,7 @@ func isDB(ctx context.Context, v *View, c objects.CID) bool {
 }
 
 // rowDiff computes the change from value a to value b (either may be zero).
-func (v *View) rowDiff(ctx context.Context, a, b objects.CID, wal uint64) (*RowDiff, error) {
+func (v *View) rowDiff(ctx context.Context, a, b objects.CID, wal uint64, sql bool) (*RowDiff, error) {
 	var dbs [2]*sqlitedb.DB
 	for i, c := range []objects.CID{a, b} {
 		if c.IsZero() {
@@ -81,5 +91,5 @@ func (v *View) rowDiff(ctx context.Context, a, b objects.CID, wal uint64) (*RowD
 	if dbs[0] == nil && dbs[1] == nil {
 		return nil, sqlitedb.ErrNotDatabase
 	}
-	return rowdiff.Compute(ctx, dbs[0], dbs[1], rowdiff.Options{})
+	return rowdiff.Compute(ctx, dbs[0], dbs[1], rowdiff.Options{SQL: sql})
 }

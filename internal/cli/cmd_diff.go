@@ -85,7 +85,12 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 		}
 		changes = slices.DeleteFunc(changes, func(c inspect.Change) bool { return !slices.Contains(o.Keys, c.Path) })
 	}
-	if o.Stat || o.Patch || o.JSON || o.SQL {
+	switch {
+	case o.SQL:
+		if err := o.View.DiffSQL(ctx, changes); err != nil {
+			return err
+		}
+	case o.Stat || o.Patch || o.JSON:
 		if err := o.View.DiffRows(ctx, changes); err != nil {
 			return err
 		}
@@ -101,7 +106,10 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 				continue
 			}
 			n++
-			sql := ch.Rows.SQL()
+			sql, err := ch.Rows.SQL()
+			if err != nil {
+				return err
+			}
 			if len(changes) > 1 {
 				fmt.Fprintf(out, "-- %s\n", termsafe.Line(ch.Path))
 			}

@@ -46,7 +46,14 @@ type Options struct {
 	// MaxRows is the most changed rows a diff holds (DefaultMaxRows when 0);
 	// past it the diff fails with ErrTooManyRows.
 	MaxRows int
+	// SQL: also compute what Diff.SQL needs (the changes of virtual tables'
+	// shadow tables, and the tables it writes whole), which the table view
+	// does not.
+	SQL bool
 }
+
+// ErrNoSQL: Diff.SQL on a diff computed without Options.SQL.
+var ErrNoSQL = errors.New("rowdiff: the diff was computed without Options.SQL")
 
 // DefaultMaxRows is Options.MaxRows's default.
 const DefaultMaxRows = 1_000_000
@@ -63,6 +70,7 @@ type Diff struct {
 	Tables []Table        `json:"tables"`
 
 	hidden []Table // shadow tables' changes, and tables SQL rewrites whole, for SQL
+	forSQL bool
 	old    []object
 	new    []object
 }
@@ -145,7 +153,7 @@ func Compute(ctx context.Context, old, new *sqlitedb.DB, o Options) (*Diff, erro
 	if o.MaxRows <= 0 {
 		o.MaxRows = DefaultMaxRows
 	}
-	d := &Diff{Schema: []SchemaChange{}, Tables: []Table{}}
+	d := &Diff{Schema: []SchemaChange{}, Tables: []Table{}, forSQL: o.SQL}
 	cache := map[objects.CID]*page{}
 	var sides [2]*side
 	for i, db := range []*sqlitedb.DB{old, new} {
@@ -268,7 +276,10 @@ func Compute(ctx context.Context, old, new *sqlitedb.DB, o Options) (*Diff, erro
 		if (ina && oa.Type != "table") || (inb && ob.Type != "table") || n == "sqlite_schema" || n == "sqlite_master" {
 			continue
 		}
-		t, err := diffTable(ctx, d, a, b, n, ina, inb, touched, changedSet, rewritten(d, a, b, n))
+		if !o.SQL && (a.kinds[n] == "shadow" || b.kinds[n] == "shadow") {
+			continue // only SQL writes shadow tables
+		}
+		t, err := diffTable(ctx, d, a, b, n, ina, inb, touched, changedSet, o.SQL && rewritten(d, a, b, n))
 		if err != nil {
 			return nil, err
 		}
@@ -330,13 +341,18 @@ func openSide(ctx context.Context, db *sqlitedb.DB) (*side, error) {
 	return s, nil
 }
 
-// query runs q with args bound, calling row for each result row.
+// query runs q with args bound, calling row for each result row. The
+// statement is prepared once per connection (a diff runs the same range
+// query many times) and reset after use.
 func query(c *sqlite.Conn, q string, args []Cell, row func(*sqlite.Stmt) error) error {
-	st, _, err := c.PrepareTransient(q)
+	st, err := c.Prepare(q)
 	if err != nil {
 		return err
 	}
-	defer st.Finalize()
+	defer func() {
+		st.Reset()
+		st.ClearBindings()
+	}()
 	for i, a := range args {
 		bind(st, i+1, a)
 	}

@@ -108,7 +108,7 @@ func diff(t testing.TB, oldFile, newFile string) (*rowdiff.Diff, *countingStore)
 	}
 	b := openFile(t, bs, newFile)
 	bs.gets.Store(0)
-	d, err := rowdiff.Compute(context.Background(), a, b, rowdiff.Options{})
+	d, err := rowdiff.Compute(context.Background(), a, b, rowdiff.Options{SQL: true})
 	if err != nil {
 		t.Fatalf("Compute: %v", err)
 	}
@@ -124,7 +124,10 @@ func checkSQL(t *testing.T, d *rowdiff.Diff, oldFile, newFile string) {
 		applied = changed(t, oldFile, "")
 	}
 	script := filepath.Join(t.TempDir(), "diff.sql")
-	sql := d.SQL()
+	sql, err := d.SQL()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(script, []byte(sql), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +283,8 @@ func TestOverflowInPlace(t *testing.T) {
 func TestNoChange(t *testing.T) {
 	old := baseDB(t, 200)
 	d, _ := diff(t, old, changed(t, old, ""))
-	if len(d.Tables) != 0 || len(d.Schema) != 0 || d.SQL() != "" {
-		t.Fatalf("no change: %+v %q", d, d.SQL())
+	if sql, err := d.SQL(); len(d.Tables) != 0 || len(d.Schema) != 0 || sql != "" || err != nil {
+		t.Fatalf("no change: %+v %q %v", d, sql, err)
 	}
 }
 
@@ -328,5 +331,24 @@ func TestCorruptVersion(t *testing.T) {
 			t.Errorf("flip %d: an error not wrapping ErrCorrupt: %v", i, err)
 		}
 		b.Close()
+	}
+}
+
+// Without Options.SQL the shadow tables are not read, the tables shown are
+// the same, and SQL says it cannot be given.
+func TestWithoutSQL(t *testing.T) {
+	old := baseDB(t, 500)
+	nw := changed(t, old, `INSERT INTO notes VALUES('storage', 'packed slots'); UPDATE messages SET body='x' WHERE id=3;`)
+	bs := &countingStore{Store: memstore.New()}
+	a, b := openFile(t, bs, old), openFile(t, bs, nw)
+	d, err := rowdiff.Compute(context.Background(), a, b, rowdiff.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := table(d, "notes"); n == nil || n.Inserted != 1 || table(d, "messages") == nil || len(d.Tables) != 2 {
+		t.Fatalf("tables: %+v", d.Tables)
+	}
+	if _, err := d.SQL(); !errors.Is(err, rowdiff.ErrNoSQL) {
+		t.Fatalf("SQL without Options.SQL: %v", err)
 	}
 }

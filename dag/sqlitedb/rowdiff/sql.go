@@ -41,14 +41,17 @@ func Literal(c Cell) string {
 	return "NULL"
 }
 
-// SQL is statements that turn the old database into the new one, the
+// SQL returns statements that turn the old database into the new one, the
 // contract of SQLite's sqldiff: run by sqlite3 on the old file they give a
 // database sqldiff finds identical to the new one. It is empty when nothing
 // changed. A virtual table's data is written through its shadow tables, as
 // sqldiff writes it; triggers are dropped first and created again last, so
 // the statements do not fire them; a table whose schema changed is dropped
 // and created again with all its rows; sqlite_sequence is written whole.
-func (d *Diff) SQL() string {
+func (d *Diff) SQL() (string, error) {
+	if !d.forSQL {
+		return "", ErrNoSQL
+	}
 	var b strings.Builder
 	line := func(s string) { b.WriteString(s); b.WriteString(";\n") }
 	oldObj := map[string]object{}
@@ -178,7 +181,7 @@ func (d *Diff) SQL() string {
 	}
 	stmts := slices.Concat(drops, creates, rows)
 	if len(stmts) == 0 && len(d.Schema) == 0 {
-		return ""
+		return "", nil
 	}
 	// Only the triggers: without another change, dropping and creating them
 	// again is no change.
@@ -200,7 +203,7 @@ func (d *Diff) SQL() string {
 		line(s)
 	}
 	line("COMMIT")
-	return b.String()
+	return b.String(), nil
 }
 
 func triggerChanged(d *Diff, sql string) bool {

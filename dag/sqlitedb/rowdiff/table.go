@@ -365,6 +365,19 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 			keep = func(k []Cell) bool { return len(k) == 1 && k[0].Kind == sqlitedb.Integer && ids[k[0].Int] }
 		}
 	}
+	// The leaves' rowid ranges of both versions, overlapping ones merged:
+	// one range query each, in each version.
+	merged := slices.Concat(ranges[0], ranges[1])
+	slices.SortFunc(merged, func(x, y [2]int64) int { return cmpInt(x[0], y[0]) })
+	var m [][2]int64
+	for _, r := range merged {
+		if n := len(m); n > 0 && r[0] <= m[n-1][1] {
+			m[n-1][1] = max(m[n-1][1], r[1])
+			continue
+		}
+		m = append(m, r)
+	}
+	merged = m
 	t.Whole = whole && t.Schema == ""
 	olds, news := map[string]row{}, map[string]row{}
 	for i, s := range []*side{a, b} {
@@ -381,12 +394,7 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 			}
 			continue
 		}
-		for _, r := range ranges[0] {
-			if err := s.read(ctx, name, ti, "rowid BETWEEN ? AND ?", []Cell{{Kind: sqlitedb.Integer, Int: r[0]}, {Kind: sqlitedb.Integer, Int: r[1]}}, keep, out); err != nil {
-				return nil, err
-			}
-		}
-		for _, r := range ranges[1] {
+		for _, r := range merged {
 			if err := s.read(ctx, name, ti, "rowid BETWEEN ? AND ?", []Cell{{Kind: sqlitedb.Integer, Int: r[0]}, {Kind: sqlitedb.Integer, Int: r[1]}}, keep, out); err != nil {
 				return nil, err
 			}
@@ -451,4 +459,14 @@ func (t *Table) unchanged() (*Table, error) {
 		return nil, nil
 	}
 	return t, nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.only != nil && !cfg.only[w.n] {
 			continue
 		}
-		if (w.n == 9 || w.n == 16) && cfg.sqlite3 == "" {
+		if (w.n == 9 || w.n == 16 || w.n == 17 || w.n == 18) && cfg.sqlite3 == "" {
 			rows = append(rows, row{id: "9", name: w.name, note: "skipped: sqlite3 not installed"})
 			continue
 		}
@@ -188,6 +188,8 @@ var workloads = []workload{
 	{14, "lineage sync: clone a 10k-commit history, pull one commit", w14Sync},
 	{15, "log --tasks over 10,000 runtime tasks (CLI)", w15Tasks},
 	{16, "first sql query at an old commit of a 64 MiB memory.db vs sqlite3 on a checkout", w16SQLQuery},
+	{17, "diff --sql and --stat of two versions of a 64 MiB memory.db 1% of pages apart vs sqldiff", w17RowDiff},
+	{18, "log --row over 1000 tasks of a 64 MiB memory.db", w18RowLog},
 }
 
 // row is one line of the result table. Times are in the unit the row says.

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/runtime"
+)
+
+// w17RowDiff: 'agentstate diff --sql' between two commits of a dbBytes
+// memory.db about 1% of pages apart, against sqldiff on the two files
+// checked out (the checkouts not counted), each a new process; the SQL is
+// checked first (sqlite3 applies it to the old file, sqldiff then finds
+// it identical to the new). Then 'diff --stat' of the same, in a process
+// and in-process (the server's part of a served command).
+func w17RowDiff(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
+	sqldiff, err := lookPath("sqldiff")
+	if err != nil {
+		return []row{{id: "17", name: "diff --sql vs sqldiff", note: "skipped: sqldiff not installed (apt-get install -y sqlite3-tools)"}}, nil
+	}
+	r, err := newRunner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Join(cfg.work, "rowdiff")
+	brain, store := filepath.Join(base, "brain"), filepath.Join(base, "store")
+	if err := os.MkdirAll(brain, 0o755); err != nil {
+		return nil, err
+	}
+	db, err := genSQLite(ctx, cfg.sqlite3, filepath.Join(brain, "memory.db"), cfg.dbBytes, 17)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "init"); err != nil {
+		return nil, err
+	}
+	var versions [2][]byte
+	for v := range 2 {
+		if v > 0 {
+			if err := db.mutate(ctx, max(int(cfg.dbBytes/4096/125), 1), 8); err != nil {
+				return nil, err
+			}
+		}
+		if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "commit", "-m", fmt.Sprintf("version %d", v), brain); err != nil {
+			return nil, err
+		}
+		if versions[v], err = os.ReadFile(db.path); err != nil {
+			return nil, err
+		}
+	}
+	changed := changedPages(versions[0], versions[1], 4096)
+	oldDir, newDir := filepath.Join(base, "old"), filepath.Join(base, "new")
+	for _, c := range [][2]string{{"HEAD~1", oldDir}, {"HEAD", newDir}} {
+		if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "checkout", c[0], c[1]); err != nil {
+			return nil, err
+		}
+	}
+	oldDB, newDB := filepath.Join(oldDir, "memory.db"), filepath.Join(newDir, "memory.db")
+	// The oracle, once.
+	sql, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "diff", "--sql", "HEAD~1", "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	applied := filepath.Join(base, "applied.db")
+	if err := os.WriteFile(applied, versions[0], 0o644); err != nil {
+		return nil, err
+	}
+	script := filepath.Join(base, "diff.sql")
+	if err := os.WriteFile(script, []byte(sql), 0o644); err != nil {
+		return nil, err
+	}
+	if _, _, err := r.run(ctx, base, nil, cfg.sqlite3, applied, ".read "+script); err != nil {
+		return nil, err
+	}
+	if out, _, err := r.run(ctx, base, nil, sqldiff, applied, newDB); err != nil || out != "" {
+		return nil, fmt.Errorf("diff --sql applied to the old file: sqldiff still finds %q (%v)", tail(out), err)
+	}
+	a := func(int) (time.Duration, error) {
+		_, d, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "diff", "--sql", "HEAD~1", "HEAD")
+		return d, err
+	}
+	g := func(int) (time.Duration, error) {
+		_, d, err := r.run(ctx, base, nil, sqldiff, oldDB, newDB)
+		return d, err
+	}
+	am, sm, err := pairN(cfg.reps, a, g)
+	if err != nil {
+		return nil, err
+	}
+	st := func(int) (time.Duration, error) {
+		_, d, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "diff", "--stat", "HEAD~1", "HEAD")
+		return d, err
+	}
+	stm, _, err := pairN(cfg.reps, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := repo.Open(store, repo.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer rp.Close()
+	ip := func(int) (time.Duration, error) { return inProcess(ctx, rp, base, "diff", "--stat", "HEAD~1", "HEAD") }
+	ipm, _, err := pairN(cfg.reps, ip, nil)
+	if err != nil {
+		return nil, err
+	}
+	size := fmtBytes(int64(len(versions[1])))
+	pages := len(versions[1]) / 4096
+	const sqlLimit, statLimit = 0.5, 50 * time.Millisecond
+	return []row{
+		{id: "17", name: fmt.Sprintf("diff --sql of two versions of a %s memory.db %d of %d pages apart", size, changed, pages),
+			as: fmtDur(am), git: "-", restic: "-", ratio: ratio(float64(am), float64(sm)),
+			target: fmt.Sprintf("<= %gx sqldiff", sqlLimit), verdict: verdictMax(float64(am)/float64(sm), sqlLimit),
+			note: fmt.Sprintf("sqldiff on the two checked-out files: %s (checkouts not counted); agentstate reads only the pages whose chunks differ (a new process each run); its %d bytes of SQL, applied by sqlite3 to the old file, give one sqldiff finds identical to the new", fmtDur(sm), len(sql))},
+		{id: "17b", name: fmt.Sprintf("diff --stat of the same (rows per table)"),
+			as: fmtDur(stm), git: "-", restic: "-", ratio: "-",
+			target: fmt.Sprintf("<= %s", statLimit), verdict: verdictMax(float64(stm), float64(statLimit)),
+			note: fmt.Sprintf("a new process each run (the store opened unserved); the command's own part, in-process as a server runs it: %s", fmtDur(ipm))},
+	}, nil
+}
+
+// w18RowLog: 'agentstate log --row' of one row over 1000 runtime tasks,
+// each changing a few rows of a memory.db (the row itself every 10th).
+func w18RowLog(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
+	tasks := 1000
+	r, err := newRunner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Join(cfg.work, "rowlog")
+	store := filepath.Join(base, "store")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	db, err := genSQLite(ctx, cfg.sqlite3, filepath.Join(base, "memory.db"), cfg.dbBytes, 18)
+	if err != nil {
+		return nil, err
+	}
+	seed := [32]byte{18}
+	rt, err := runtime.Open(ctx, runtime.Options{Store: store, Signer: ed25519.NewKeyFromSeed(seed[:]), NoServe: true})
+	if err != nil {
+		return nil, err
+	}
+	target := db.rows / 2
+	t0 := time.Now()
+	for i := range tasks {
+		if i > 0 {
+			var b strings.Builder
+			b.WriteString("BEGIN;\n")
+			for range 3 {
+				fmt.Fprintf(&b, "UPDATE memories SET created=created+1 WHERE id=%d;\n", 1+db.r.IntN(db.rows))
+			}
+			if i%10 == 0 {
+				fmt.Fprintf(&b, "UPDATE memories SET created=%d WHERE id=%d;\n", 2_000_000_000+i, target)
+			}
+			b.WriteString("COMMIT;\n")
+			if err := db.exec(ctx, b.String()); err != nil {
+				rt.Close()
+				return nil, err
+			}
+		}
+		content, err := os.ReadFile(db.path)
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
+		if _, err := rt.RunTask(ctx, "lumen", runtime.Task{ID: fmt.Sprint("t", i)}, func(ctx context.Context, tx *runtime.Tx) error {
+			return tx.Put(ctx, "memory.db", content)
+		}); err != nil {
+			rt.Close()
+			return nil, fmt.Errorf("task %d: %w", i, err)
+		}
+	}
+	build := time.Since(t0)
+	if err := rt.Close(); err != nil {
+		return nil, err
+	}
+	ref := fmt.Sprintf("memories:%d", target)
+	var out string
+	a := func(int) (time.Duration, error) {
+		o, d, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "--agent", "lumen", "log", "--row", ref, "--json")
+		out = o
+		return d, err
+	}
+	am, _, err := pairN(max(cfg.reps, 3), a, nil)
+	if err != nil {
+		return nil, err
+	}
+	versions := strings.Count(out, `"commit"`)
+	if versions != tasks/10+1 {
+		return nil, fmt.Errorf("log --row found %d versions of %s, want %d", versions, ref, tasks/10+1)
+	}
+	const limit = 2 * time.Second
+	return []row{{id: "18", name: fmt.Sprintf("log --row over %d tasks of a %s memory.db", tasks, fmtBytes(cfg.dbBytes)),
+		as: fmtDur(am), git: "-", restic: "-", ratio: "-", target: fmt.Sprintf("<= %s", limit), verdict: verdictMax(float64(am), float64(limit)),
+		note: fmt.Sprintf("%d commits changed the value, %d of them the row; a new process each run; building the history took %s", tasks, versions, build.Round(time.Second))}}, nil
+}
