@@ -125,7 +125,7 @@ func (e *env) main(args []string) int {
 	if err == nil {
 		return 0
 	}
-	msg := withHint(err)
+	msg := forPeople(withHint(err))
 	msg = strings.TrimPrefix(msg, "agentstate: ")
 	fmt.Fprintf(stderr, "agentstate: %s\n", termsafe.Line(oneLine(msg)))
 	var ue *usageError

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -76,4 +77,18 @@ func quoteNames(names []string) string {
 		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// packagePrefix matches the name of a library package (or of its part)
+// that starts an error's words, "refs: no such agent", at the start of a
+// message or after a wrapping ": ". The libraries keep their prefixes (a
+// log, a test or a caller in Go reads where an error came from); a person
+// at the command line gets the message without them, once, where the
+// command line prints an error (env.main). The words a prefix leads, and
+// every other word, are kept: "reading the store: x" keeps its "store: ".
+var packagePrefix = regexp.MustCompile(`(^|: )(?:(?:atomicfile|badger|dag|envelope|execwire|export|history|httpstore|walrus/httpstore|inspect|localstore|memstore|objects|receipt|refs|remote|repo|rowdiff|rpcwire|snapshot|sqlitedb|storage|store|sync|tape|tarball|textdiff): )+`)
+
+// forPeople is an error message without its package prefixes.
+func forPeople(msg string) string {
+	return packagePrefix.ReplaceAllString(msg, "$1")
 }

@@ -53,3 +53,22 @@ func TestHintsAddTheCommandLineToLibraryErrors(t *testing.T) {
 		t.Errorf("an error without a hint: %q", got)
 	}
 }
+
+// Errors reach a person without the libraries' package prefixes, their
+// words kept; a word that only looks like one ("the store: ") stays.
+func TestForPeople(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`refs: no such agent: "ghost"`, `no such agent: "ghost"`},
+		{`opening: repo: store: refs: HEAD moved concurrently`, `opening: HEAD moved concurrently`},
+		{`dag: invalid revision: "x": bad`, `invalid revision: "x": bad`},
+		{`export: tar: writing: disk full`, `tar: writing: disk full`},
+		{`receipts.ndjson line 1: tape: invalid receipt line`, `receipts.ndjson line 1: invalid receipt line`},
+		{`walrus/httpstore: publisher said 500`, `publisher said 500`},
+		{`refusing to write into the store: it is read-only`, `refusing to write into the store: it is read-only`},
+		{`key "refs: x" does not exist`, `key "refs: x" does not exist`},
+	} {
+		if got := forPeople(c.in); got != c.want {
+			t.Errorf("forPeople(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
