@@ -71,6 +71,7 @@ type Diff struct {
 
 	hidden []Table // shadow tables' changes, and tables SQL rewrites whole, for SQL
 	forSQL bool
+	cache  map[objects.CID]*page // parsed b-tree pages by chunk CID
 	old    []object
 	new    []object
 }
@@ -155,6 +156,7 @@ func Compute(ctx context.Context, old, new *sqlitedb.DB, o Options) (*Diff, erro
 	}
 	d := &Diff{Schema: []SchemaChange{}, Tables: []Table{}, forSQL: o.SQL}
 	cache := map[objects.CID]*page{}
+	d.cache = cache
 	var sides [2]*side
 	for i, db := range []*sqlitedb.DB{old, new} {
 		if db == nil {
@@ -296,6 +298,7 @@ func Compute(ctx context.Context, old, new *sqlitedb.DB, o Options) (*Diff, erro
 			d.hidden = append(d.hidden, *t)
 		}
 	}
+	d.cache = nil
 	return d, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/agentstate/agentstate/dag/sqlitedb"
+	"github.com/agentstate/agentstate/objects"
 )
 
 // tinfo is what a diff needs of one table in one version.
@@ -229,7 +230,7 @@ func compareKeys(x, y []Cell) int {
 // shared by both versions (a leaf of tree in both, with the same chunk):
 // every row inserted, deleted or updated is on one of them, in one version
 // or both. It returns, for each version, the rowid ranges of those leaves.
-func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]bool) (map[int64]bool, [2][][2]int64, error) {
+func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]bool, cache map[objects.CID]*page) (map[int64]bool, [2][][2]int64, error) {
 	ids := map[int64]bool{}
 	var ranges [2][][2]int64
 	for i, s := range []*side{a, b} {
@@ -241,11 +242,7 @@ func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]
 			if !changed[n] && other.leafOf[n] && other.owner[n] == tree {
 				continue
 			}
-			data, err := s.pages.Page(ctx, n)
-			if err != nil {
-				return nil, ranges, err
-			}
-			p, err := parsePage(data, n, s.usable)
+			p, err := s.parse(ctx, cache, n) // parsed already when its overflow was followed
 			if err != nil {
 				return nil, ranges, err
 			}
@@ -354,7 +351,7 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 			}
 		}
 		if !whole {
-			ids, rg, err := candidates(ctx, a, b, tree, changed)
+			ids, rg, err := candidates(ctx, a, b, tree, changed, d.cache)
 			if err != nil {
 				return nil, err
 			}
