@@ -100,71 +100,96 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 			yield(LogEntry{}, err)
 			return
 		}
-		seen := map[objects.CID]bool{start: true}
-		q := &logQueue{{CID: start, Commit: cm}}
-		for _, id := range o.Islands {
-			if seen[id] {
-				continue
-			}
-			ic, err := ReadCommit(ctx, bs, id)
-			if err != nil {
-				yield(LogEntry{}, err)
-				return
-			}
-			if ic.Time <= cm.Time {
-				seen[id] = true
-				q.push(LogEntry{CID: id, Commit: ic})
+		q, seen, err := startLog(ctx, bs, start, cm, o)
+		if err == nil {
+			err = walkLog(ctx, bs, q, seen, o, yield)
+		}
+		if err != nil {
+			yield(LogEntry{}, err)
+		}
+	}
+}
+
+// startLog is a walk's first queue: start and the islands not newer.
+func startLog(ctx context.Context, bs objects.BlockStore, start objects.CID, cm *objects.Commit, o LogOptions) (*logQueue, map[objects.CID]bool, error) {
+	seen := map[objects.CID]bool{start: true}
+	q := &logQueue{{CID: start, Commit: cm}}
+	for _, id := range o.Islands {
+		if seen[id] {
+			continue
+		}
+		ic, err := ReadCommit(ctx, bs, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ic.Time <= cm.Time {
+			seen[id] = true
+			q.push(LogEntry{CID: id, Commit: ic})
+		}
+	}
+	return q, seen, nil
+}
+
+// walkLog pops q as Log orders it, yielding each commit, until q is empty
+// or yield returns false; q is then the walk's frontier: every commit the
+// walk has still to yield is in q or an ancestor of one there (the rest
+// of a group of commits of one time goes back into q: walked again, its
+// order is the same).
+func walkLog(ctx context.Context, bs objects.BlockStore, q *logQueue, seen map[objects.CID]bool, o LogOptions,
+	yield func(LogEntry, error) bool) error {
+	for q.Len() > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Every commit of the newest time left: those queued and, from
+		// them, their ancestors of the same time. When only one queued
+		// commit has that time, everything else left is older or its
+		// ancestor: it goes first, alone (a linear history, even one
+		// written within one second, never gathers a bucket).
+		t := (*q)[0].Commit.Time
+		var bucket []LogEntry
+		for q.Len() > 0 && (*q)[0].Commit.Time == t {
+			bucket = append(bucket, q.pop())
+		}
+		expand := len(bucket) > 1
+		for i := 0; i < len(bucket); i++ {
+			for _, p := range bucket[i].Commit.Parents {
+				if o.Cut != nil && o.Cut(bucket[i].CID, p) {
+					bucket[i].Cut = append(bucket[i].Cut, p)
+					continue
+				}
+				if seen[p] {
+					continue
+				}
+				pc, err := ReadCommit(ctx, bs, p)
+				if err != nil && o.Gone != nil && o.Gone(bucket[i].CID, p) && isMissing(err) {
+					bucket[i].Cut = append(bucket[i].Cut, p)
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				seen[p] = true
+				if pc.Time == t && expand {
+					bucket = append(bucket, LogEntry{CID: p, Commit: pc})
+				} else {
+					q.push(LogEntry{CID: p, Commit: pc})
+				}
 			}
 		}
-		for q.Len() > 0 {
-			if err := ctx.Err(); err != nil {
-				yield(LogEntry{}, err)
-				return
-			}
-			// Every commit of the newest time left: those queued and, from
-			// them, their ancestors of the same time. When only one queued
-			// commit has that time, everything else left is older or its
-			// ancestor: it goes first, alone (a linear history, even one
-			// written within one second, never gathers a bucket).
-			t := (*q)[0].Commit.Time
-			var bucket []LogEntry
-			for q.Len() > 0 && (*q)[0].Commit.Time == t {
-				bucket = append(bucket, q.pop())
-			}
-			expand := len(bucket) > 1
-			for i := 0; i < len(bucket); i++ {
-				for _, p := range bucket[i].Commit.Parents {
-					if o.Cut != nil && o.Cut(bucket[i].CID, p) {
-						bucket[i].Cut = append(bucket[i].Cut, p)
-						continue
-					}
-					if seen[p] {
-						continue
-					}
-					pc, err := ReadCommit(ctx, bs, p)
-					if err != nil && o.Gone != nil && o.Gone(bucket[i].CID, p) && isMissing(err) {
-						bucket[i].Cut = append(bucket[i].Cut, p)
-						continue
-					}
-					if err != nil {
-						yield(LogEntry{}, err)
-						return
-					}
-					seen[p] = true
-					if pc.Time == t && expand {
-						bucket = append(bucket, LogEntry{CID: p, Commit: pc})
-					} else {
-						q.push(LogEntry{CID: p, Commit: pc})
-					}
+		ordered := topoOrder(bucket)
+		for i, e := range ordered {
+			if !yield(e, nil) {
+				// The rest of the group goes back: q stays the frontier.
+				for _, r := range ordered[i+1:] {
+					r.Cut = nil
+					q.push(r)
 				}
-			}
-			for _, e := range topoOrder(bucket) {
-				if !yield(e, nil) {
-					return
-				}
+				return nil
 			}
 		}
 	}
+	return nil
 }
 
 // topoOrder orders commits so that each comes before its parents among
