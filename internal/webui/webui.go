@@ -36,7 +36,7 @@ func Handler(v *inspect.View, o Options) http.Handler {
 	}
 	h := &handler{v: v, o: o}
 	mux := http.NewServeMux()
-	for path, file := range map[string]string{"/": "assets/index.html", "/app.js": "assets/app.js", "/app.css": "assets/app.css"} {
+	for path, file := range map[string]string{"/": "assets/index.html", "/app.js": "assets/app.js", "/app.css": "assets/app.css", "/favicon.svg": "assets/favicon.svg"} {
 		mux.HandleFunc("GET "+path, h.asset(path, file))
 	}
 	mux.HandleFunc("GET /api/agents", h.json(func(r *http.Request) (any, error) { return v.Agents(r.Context()) }))
@@ -71,10 +71,19 @@ func Handler(v *inspect.View, o Options) http.Handler {
 		return map[string]any{"entries": es, "more": more}, err
 	}))
 	mux.HandleFunc("GET /api/oplog", h.json(func(r *http.Request) (any, error) {
-		return v.Oplog(r.Context(), r.URL.Query().Get("agent"), limit(r, 100))
+		before, err := number(r, "before")
+		if err != nil {
+			return nil, err
+		}
+		p, err := v.OplogBefore(r.Context(), r.URL.Query().Get("agent"), uint64(before), limit(r, 100))
+		return p.Ops, err
 	}))
 	mux.HandleFunc("GET /api/receipts", h.json(func(r *http.Request) (any, error) {
-		return v.Receipts(r.Context(), r.URL.Query().Get("agent"), true)
+		from, err := number(r, "from")
+		if err != nil {
+			return nil, err
+		}
+		return v.ReceiptsPage(r.Context(), r.URL.Query().Get("agent"), from, min(limit(r, 50), 1000), true)
 	}))
 	mux.HandleFunc("GET /api/snapshots", h.json(func(r *http.Request) (any, error) {
 		return v.Snapshots(r.Context(), r.URL.Query().Get("agent"))
@@ -110,7 +119,7 @@ func secure(next http.Handler) http.Handler {
 }
 
 func (h *handler) asset(path, file string) http.HandlerFunc {
-	types := map[string]string{"/": "text/html; charset=utf-8", "/app.js": "text/javascript; charset=utf-8", "/app.css": "text/css; charset=utf-8"}
+	types := map[string]string{"/": "text/html; charset=utf-8", "/app.js": "text/javascript; charset=utf-8", "/app.css": "text/css; charset=utf-8", "/favicon.svg": "image/svg+xml"}
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != path {
 			http.NotFound(w, r)
@@ -156,15 +165,30 @@ func limit(r *http.Request, def int) int {
 	return def
 }
 
+// log is a page of history: limit commits (default 200) from rev, or from
+// where cursor (the last page's "next") says; path, prefix and grep filter.
 func (h *handler) log(r *http.Request) (any, error) {
 	q := r.URL.Query()
-	agent := q.Get("agent")
-	hist, err := h.v.Log(r.Context(), agent, inspect.LogOptions{Rev: q.Get("rev"), Path: q.Get("path"), Limit: limit(r, 200)})
+	p, err := h.v.LogPage(r.Context(), q.Get("agent"), inspect.LogPageOptions{Rev: q.Get("rev"), Cursor: q.Get("cursor"),
+		Path: q.Get("path"), Prefix: q.Get("prefix"), Grep: q.Get("grep"), Limit: limit(r, 200)})
 	if err != nil {
 		return nil, err
 	}
 	// The page's documented shape has "forgotten": null when nothing was cut.
-	return map[string]any{"head": hist.Head, "commits": hist.Commits, "forgotten": hist.Forgotten}, nil
+	return map[string]any{"head": p.Head, "commits": p.Commits, "forgotten": p.Forgotten, "next": p.Next, "scanned": p.Scanned}, nil
+}
+
+// number is a query parameter that must be a number at least 0 when given.
+func number(r *http.Request, name string) (int, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s %q is not a number of 0 or more", inspect.ErrBadRequest, name, s)
+	}
+	return n, nil
 }
 
 func (h *handler) commit(r *http.Request) (any, error) {

@@ -30,8 +30,11 @@ async function api(path) {
   return body;
 }
 
+// show makes nodes the page's content (null ones left out).
+function show(...nodes) { main.replaceChildren(...nodes.filter(n => n != null)); }
+
 function showError(err) {
-  main.replaceChildren(el("p", { class: "error", id: "error", text: String(err.message || err) }));
+  show(el("p", { class: "error", id: "error", text: String(err.message || err) }));
 }
 
 async function viewAgents() {
@@ -41,8 +44,8 @@ async function viewAgents() {
     el("td", {}, cidLink(a.name, a.head)),
     el("td", { text: a.message }),
     el("td", { class: "mono", text: a.bundleHash.slice(0, 18) + "…", title: a.bundleHash })));
-  main.replaceChildren(el("h1", { text: "Agents" }),
-    el("table", { id: "agents" }, el("tr", {}, el("th", { text: "agent" }), el("th", { text: "HEAD" }), el("th", { text: "last message" }), el("th", { text: "bundle hash" })), ...rows));
+  show(el("h1", { text: "Agents" }),
+    el("div", { class: "scroll" }, el("table", { id: "agents" }, el("tr", {}, el("th", { text: "agent" }), el("th", { text: "HEAD" }), el("th", { text: "last message" }), el("th", { text: "bundle hash" })), ...rows)));
 }
 
 // kept is a commit's parents less those a forget cut: the lines the log
@@ -103,47 +106,152 @@ function graphCell(info, isHead, isUndone) {
   return svg;
 }
 
-async function viewAgent(agent) {
-  const [log, ops, receipts, snaps, tasks] = await Promise.all([
-    api("log?agent=" + encodeURIComponent(agent) + "&limit=200"),
-    api("oplog?agent=" + encodeURIComponent(agent) + "&limit=100"),
-    api("receipts?agent=" + encodeURIComponent(agent)),
-    api("snapshots?agent=" + encodeURIComponent(agent)),
-    api("tasks?agent=" + encodeURIComponent(agent) + "&limit=20")]);
-  const undone = new Set(ops.filter(o => o.undone).map(o => o.new));
+const enc = encodeURIComponent;
+function agentHref(agent, rest) { return "#/a/" + enc(agent) + (rest || ""); }
+function headerRow(...names) { return el("tr", { class: "header" }, ...names.map(n => el("th", { text: n }))); }
+function qs(params) {
+  return Object.entries(params).filter(([, v]) => v !== "" && v != null).map(([k, v]) => enc(k) + "=" + enc(v)).join("&");
+}
+
+// historyTable renders a page of the log as the graph, with a checkbox a
+// row to pick two commits to compare.
+function historyTable(agent, log, undone) {
   const info = lanes(log.commits);
   const rows = log.commits.flatMap((c, i) => {
     const isHead = c.cid === log.head, isUndone = undone.has(c.cid);
-    const msg = el("td", {}, el("a", { href: "#/a/" + encodeURIComponent(agent) + "/c/" + encodeURIComponent(c.cid), class: "msg", text: c.message }),
+    const msg = el("td", { class: "msg-cell" }, el("a", { href: agentHref(agent, "/c/" + enc(c.cid)), class: "msg", text: c.message }),
       isHead ? el("span", { class: "head", text: "HEAD" }) : null,
       c.parents.length > 1 ? el("span", { class: "merge", text: "merge" }) : null,
       isUndone ? el("span", { class: "undone", text: "undone" }) : null);
     const meta = Object.entries(c.metadata || {}).filter(([k]) => ["task", "model", "op", "source"].includes(k)).map(([k, v]) => k + "=" + v).join("  ");
     const row = el("tr", { class: "commit", "data-cid": c.cid, "data-parents": String(c.parents.length) },
+      el("td", { class: "pick" }, el("input", { type: "checkbox", class: "pick", value: c.cid, title: "pick two to compare", "aria-label": "pick to compare" })),
       el("td", { class: "lane" }, graphCell(info[i], isHead, isUndone)),
-      el("td", {}, cidLink(agent, c.cid)), msg, el("td", { class: "meta", text: meta }), el("td", { class: "meta", text: when(c.time) }));
+      el("td", {}, cidLink(agent, c.cid)), msg, el("td", { class: "meta", text: meta }), el("td", { class: "meta when", text: when(c.time) }));
     if (!c.cut || c.cut.length === 0) return [row];
-    return [row, el("tr", { class: "cut", "data-cid": c.cid }, el("td", { colspan: "5", text: cutText(log.forgotten) }))];
+    return [row, el("tr", { class: "cut", "data-cid": c.cid }, el("td", { colspan: "6", text: cutText(log.forgotten) }))];
   });
-  const opRows = ops.map(o => el("tr", { class: o.undone ? "op undone-op" : "op" },
-    el("td", { text: String(o.seq) }), el("td", { text: o.op + (o.undone ? " (undone)" : "") }),
-    el("td", {}, o.old ? cidLink(agent, o.old) : "—"), el("td", {}, cidLink(agent, o.new)),
-    el("td", { class: "meta", text: (o.task ? "task=" + o.task + " " : "") + (o.note || "") }), el("td", { class: "meta", text: when(o.time) })));
-  const rcRows = receipts.map(r => el("tr", { class: "receipt" },
-    el("td", { text: String(r.n) }), el("td", { text: r.receipt ? r.receipt.task : "(unreadable)" }),
-    el("td", {}, r.receipt ? cidLink(agent, r.receipt.commit) : ""),
-    el("td", { class: r.verified ? "ok" : "bad", text: r.verified ? ("verified" + (r.note ? " (" + r.note + ")" : "")) : ("FAILED: " + (r.error || "")) })));
+  const table = el("table", { class: "graph", id: "history" }, headerRow("", "", "commit", "message", "task · model · op", "time"), ...rows);
+  const compare = el("button", { id: "compare-picked", type: "button", disabled: "", text: "compare the two picked" });
+  table.addEventListener("change", () => {
+    const picked = [...table.querySelectorAll("input.pick:checked")];
+    if (picked.length > 2) picked.filter(p => p !== document.activeElement).slice(0, picked.length - 2).forEach(p => { p.checked = false; });
+    compare.disabled = table.querySelectorAll("input.pick:checked").length !== 2;
+  });
+  compare.addEventListener("click", () => {
+    // The list is newest first: the older is "from".
+    const picked = [...table.querySelectorAll("input.pick:checked")].map(p => p.value);
+    if (picked.length === 2) location.hash = agentHref(agent, "/compare?" + qs({ from: picked[1], to: picked[0] }));
+  });
+  return [el("div", { class: "scroll" }, table), el("p", { class: "actions" }, compare)];
+}
+
+// searchForm filters the history by text (message, task, model) and by
+// key (a key or a prefix); it navigates, so every search is a link.
+function searchForm(agent, f) {
+  const grep = el("input", { id: "grep", type: "search", name: "grep", placeholder: "message, task or model", value: f.grep || "" });
+  const key = el("input", { id: "key-filter", type: "search", name: "prefix", placeholder: "key or key prefix", value: f.prefix || f.path || "" });
+  const form = el("form", { id: "search", class: "search", role: "search" },
+    el("label", {}, "search ", grep), el("label", {}, "changed key ", key), el("button", { type: "submit", text: "filter" }));
+  form.addEventListener("submit", ev => {
+    ev.preventDefault();
+    location.hash = agentHref(agent, "/history?" + qs({ grep: grep.value, prefix: key.value }));
+  });
+  return form;
+}
+
+function logQuery(agent, f) {
+  return "log?" + qs({ agent, limit: 200, cursor: f.cursor, grep: f.grep, prefix: f.prefix, path: f.path, rev: f.rev });
+}
+
+// pageNav: "newest" back to the first page, "older" on from the cursor.
+function pageNav(id, newest, older, text) {
+  return el("p", { class: "meta pager", id },
+    newest ? el("a", { class: "newest", href: newest, text: "« newest" }) : null, newest ? " · " : null,
+    text, older ? " · " : null, older ? el("a", { class: "older", href: older, text: "older »" }) : null);
+}
+
+// viewHistory is one page of the history (filtered as f says), with
+// "older" going on from the page's cursor.
+async function viewHistory(agent, f) {
+  const [log, ops] = await Promise.all([api(logQuery(agent, f)), api("oplog?" + qs({ agent, limit: 1000 }))]);
+  const undone = new Set(ops.filter(o => o.undone).map(o => o.new));
+  const filters = { grep: f.grep, prefix: f.prefix, path: f.path, rev: f.rev };
+  const filtered = f.grep || f.prefix || f.path;
+  const what = (log.commits.length ? log.commits.length + " commits" : "no commits") +
+    (filtered ? " matching, of " + log.scanned + " searched" : "") + (f.cursor ? " (an older page)" : "");
+  const nav = pageNav("history-nav", f.cursor ? agentHref(agent, "/history?" + qs(filters)) : null,
+    log.next ? agentHref(agent, "/history?" + qs({ ...filters, cursor: log.next })) : null, what);
+  show(el("h1", {}, el("a", { href: agentHref(agent), text: agent }), " / history" + (f.path ? " of " : ""), f.path ? el("span", { class: "key", text: f.path }) : null),
+    searchForm(agent, f), nav, ...historyTable(agent, log, undone), nav.cloneNode(true));
+}
+
+function opsTable(agent, ops) {
+  return el("div", { class: "scroll" }, el("table", { id: "oplog" }, headerRow("seq", "operation", "from", "to", "task · note", "time"),
+    ...ops.map(o => el("tr", { class: o.undone ? "op undone-op" : "op" },
+      el("td", { text: String(o.seq) }), el("td", { text: o.op + (o.undone ? " (undone)" : "") }),
+      el("td", {}, o.old ? cidLink(agent, o.old) : "—"), el("td", {}, cidLink(agent, o.new)),
+      el("td", { class: "meta", text: (o.task ? "task=" + o.task + " " : "") + (o.note || "") }), el("td", { class: "meta when", text: when(o.time) })))));
+}
+
+// viewOps is a page of the operation log, older from a seq.
+async function viewOps(agent, f) {
+  const n = 100, before = parseInt(f.before, 10) || 0;
+  const ops = await api("oplog?" + qs({ agent, limit: n + 1, before: before || "" }));
+  const shown = ops.slice(0, n);
+  const nav = pageNav("ops-nav", before ? agentHref(agent, "/ops") : null,
+    ops.length > n ? agentHref(agent, "/ops?" + qs({ before: shown[shown.length - 1].seq })) : null,
+    shown.length ? "operations " + shown[0].seq + "–" + shown[shown.length - 1].seq : "no operations");
+  show(el("h1", {}, el("a", { href: agentHref(agent), text: agent }), " / operation log"), nav, opsTable(agent, shown));
+}
+
+function receiptsTable(agent, page) {
+  if (!page.receipts.length) return el("p", { id: "no-receipts", text: "No receipts." });
+  return el("div", { class: "scroll" }, el("table", { id: "receipts" }, headerRow("#", "task", "commit", "verification"),
+    ...page.receipts.slice().reverse().map(r => el("tr", { class: "receipt" },
+      el("td", { text: String(r.n) }), el("td", { text: r.receipt ? r.receipt.task : "(unreadable)" }),
+      el("td", {}, r.receipt ? cidLink(agent, r.receipt.commit) : ""),
+      el("td", { class: r.verified ? "ok" : "bad", text: r.verified ? ("verified" + (r.note ? " (" + r.note + ")" : "")) : ("FAILED: " + (r.error || "")) })))));
+}
+
+// receiptsNav: newest first; "older" is the page before the first shown.
+function receiptsNav(agent, page, n) {
+  const first = page.from, last = page.from + page.receipts.length - 1;
+  return pageNav("receipts-nav", last < page.total ? agentHref(agent, "/receipts") : null,
+    first > 1 ? agentHref(agent, "/receipts?" + qs({ from: Math.max(1, first - n) })) : null,
+    page.receipts.length ? "receipts " + last + "–" + first + " of " + page.total + " (each verified as shown)" : "");
+}
+
+// viewReceipts is a page of the receipt tape, verified page by page.
+async function viewReceipts(agent, f) {
+  const n = 50;
+  const page = await api("receipts?" + qs({ agent, limit: n, from: parseInt(f.from, 10) || "" }));
+  show(el("h1", {}, el("a", { href: agentHref(agent), text: agent }), " / receipts"), receiptsNav(agent, page, n), receiptsTable(agent, page));
+}
+
+async function viewAgent(agent) {
+  const [log, ops, receipts, snaps, tasks] = await Promise.all([
+    api(logQuery(agent, {})),
+    api("oplog?" + qs({ agent, limit: 21 })),
+    api("receipts?" + qs({ agent, limit: 20 })),
+    api("snapshots?agent=" + enc(agent)),
+    api("tasks?agent=" + enc(agent) + "&limit=20")]);
+  const undone = new Set(ops.filter(o => o.undone).map(o => o.new));
   const snRows = snaps.map(s => el("tr", { class: "snapshot" },
     el("td", { text: s.op }), el("td", { class: "mono", text: s.blobId || "" }), el("td", {}, s.commit ? cidLink(agent, s.commit) : ""),
     el("td", { text: s.endEpoch ? "until epoch " + s.endEpoch : "" }), el("td", { text: String(s.size || "") }),
     el("td", { class: s.error ? "bad" : "", text: s.error || when(s.time) })));
-  main.replaceChildren(el("h1", { text: agent }),
-    el("h2", { text: "Tasks" }), tasksTable(agent, tasks),
-    tasks.more ? el("p", {}, el("a", { id: "all-tasks", href: "#/a/" + encodeURIComponent(agent) + "/tasks/20", text: "older tasks…" })) : null,
-    el("h2", { text: "History" }), el("table", { class: "graph", id: "history" }, ...rows),
-    el("h2", { text: "Operation log" }), el("table", { id: "oplog" }, ...opRows),
-    el("h2", { text: "Receipts" }), rcRows.length ? el("table", { id: "receipts" }, ...rcRows) : el("p", { text: "No receipts." }),
-    el("h2", { text: "Snapshots" }), snRows.length ? el("table", { id: "snapshots" }, ...snRows) : el("p", { text: "No snapshots." }));
+  const shownOps = ops.slice(0, 20);
+  show(el("h1", { text: agent }),
+    el("h2", { text: "Tasks" }), el("div", { class: "scroll" }, tasksTable(agent, tasks)),
+    tasks.more ? el("p", {}, el("a", { id: "all-tasks", href: agentHref(agent, "/tasks/20"), text: "older tasks…" })) : null,
+    el("h2", { text: "History" }), searchForm(agent, {}),
+    pageNav("history-nav", null, log.next ? agentHref(agent, "/history?" + qs({ cursor: log.next })) : null, "the newest " + log.commits.length + " commits"),
+    ...historyTable(agent, log, undone),
+    el("h2", { text: "Operation log" }), opsTable(agent, shownOps),
+    pageNav("ops-nav", null, ops.length > 20 ? agentHref(agent, "/ops?" + qs({ before: shownOps[shownOps.length - 1].seq })) : null, "the newest " + shownOps.length + " operations"),
+    el("h2", { text: "Receipts" }), receiptsNav(agent, receipts, 50), receiptsTable(agent, receipts),
+    el("h2", { text: "Snapshots" }), snRows.length ? el("div", { class: "scroll" }, el("table", { id: "snapshots" }, headerRow("operation", "blob", "commit", "expiry", "size", "time or failure"), ...snRows)) : el("p", { text: "No snapshots." }));
 }
 
 function patchView(patch) {
@@ -194,7 +302,7 @@ function rowsView(d) {
       return el("tr", { class: "row-" + r.change }, el("td", { text: mark }), ...(byKey ? [el("td", { text: cellText(r.key[0]) })] : []), ...cells);
     });
     parts.push(el("h3", { class: "row-table", text: t.name + " (" + t.kind + (t.schema ? ", " + t.schema : "") + "): " + t.inserted + " inserted, " + t.updated + " updated, " + t.deleted + " deleted" }),
-      el("table", { class: "rows" }, head, ...rows));
+      el("div", { class: "scroll" }, el("table", { class: "rows" }, head, ...rows)));
   }
   return el("div", { class: "row-diff" }, ...parts);
 }
@@ -216,26 +324,57 @@ function changeViews(agent, cid, changes) {
   });
 }
 
-async function viewCommit(agent, rev) {
-  const d = await api("commit?agent=" + encodeURIComponent(agent) + "&rev=" + encodeURIComponent(rev));
+// viewCommit is one commit and its change against one of its parents (the
+// first unless f.parent says which: a merge's change against each).
+async function viewCommit(agent, rev, f) {
+  const d = await api("commit?agent=" + enc(agent) + "&rev=" + enc(rev));
   const c = d.commit;
   const cut = c.cut || [];
   const parents = c.parents.map((p, i) => cut.includes(p)
     ? el("span", { class: "cut-parent" }, i === 0 && d.parentGone ? el("span", { class: "cid", title: p, text: short(p) }) : cidLink(agent, p), " (forgotten: history cut by forget)")
     : cidLink(agent, p));
-  const changes = changeViews(agent, c.cid, d.changes);
-  const meta = Object.entries(c.metadata || {}).map(([k, v]) => el("tr", {}, el("td", { text: k }), el("td", { class: "mono", text: v })));
-  main.replaceChildren(
-    el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / commit"),
+  const meta = Object.entries(c.metadata || {}).map(([k, v]) => el("tr", {}, el("td", { text: k }), el("td", { class: "mono wrap", text: v })));
+  const n = Math.min(Math.max(parseInt((f || {}).parent, 10) || 1, 1), Math.max(c.parents.length, 1));
+  let changes = d.changes, gone = d.parentGone;
+  if (n > 1) {
+    const p = c.parents[n - 1];
+    gone = cut.includes(p);
+    changes = gone ? [] : await api("diff?" + qs({ agent, from: p, to: c.cid }));
+  }
+  const switcher = c.parents.length > 1 ? el("p", { id: "parent-switch", class: "switch" }, "changes against ",
+    ...c.parents.flatMap((p, i) => [i ? " · " : null, i + 1 === n
+      ? el("strong", { class: "parent-choice current", "data-parent": String(i + 1), text: "parent " + (i + 1) + " (" + short(p) + ")" })
+      : el("a", { class: "parent-choice", "data-parent": String(i + 1), href: agentHref(agent, "/c/" + enc(c.cid) + "?parent=" + (i + 1)), text: "parent " + (i + 1) + " (" + short(p) + ")" })])) : null;
+  const ordinal = ["first", "second", "third"][n - 1] || ("#" + n);
+  show(
+    el("h1", {}, el("a", { href: agentHref(agent), text: agent }), " / commit"),
     el("pre", { id: "message", text: c.message }),
-    el("table", {},
-      el("tr", {}, el("td", { text: "commit" }), el("td", { class: "mono", id: "cid", text: c.cid })),
+    el("div", { class: "scroll" }, el("table", { id: "commit-meta" }, headerRow("field", "value"),
+      el("tr", {}, el("td", { text: "commit" }), el("td", { class: "mono wrap", id: "cid", text: c.cid })),
       el("tr", {}, el("td", { text: "parents" }), el("td", {}, ...parents.flatMap((p, i) => i ? [" ", p] : [p]))),
       el("tr", {}, el("td", { text: "time" }), el("td", { text: when(c.time) })),
-      el("tr", {}, el("td", { text: "bundle hash" }), el("td", { class: "mono", text: c.bundleHash })), ...meta),
-    el("h2", { text: "Changes against the first parent" }),
-    d.parentGone ? el("p", { class: "meta cut", id: "parent-gone", text: "The first parent was forgotten (history cut by forget): what this commit changed is not known." })
-                 : el("div", { id: "changes" }, ...changes));
+      el("tr", {}, el("td", { text: "bundle hash" }), el("td", { class: "mono wrap", text: c.bundleHash })), ...meta)),
+    c.parents.length ? el("p", { class: "actions" }, el("a", { id: "compare-link", href: agentHref(agent, "/compare?" + qs({ from: c.parents[n - 1], to: c.cid })), text: "compare with another commit…" })) : null,
+    el("h2", { id: "changes-title", text: "Changes against the " + ordinal + " parent" }), switcher,
+    gone ? el("p", { class: "meta cut", id: "parent-gone", text: "The " + ordinal + " parent was forgotten (history cut by forget): what this commit changed is not known." })
+         : el("div", { id: "changes" }, ...(changes.length ? changeViews(agent, c.cid, changes) : [el("p", { class: "meta", text: "No change." })])));
+}
+
+// viewCompare is the change between any two revisions, with a picker.
+async function viewCompare(agent, f) {
+  const from = el("input", { id: "compare-from", name: "from", placeholder: "from: a revision (CID, tag, HEAD~3…)", value: f.from || "" });
+  const to = el("input", { id: "compare-to", name: "to", placeholder: "to: a revision", value: f.to || "HEAD" });
+  const form = el("form", { id: "compare-form", class: "search" }, el("label", {}, "from ", from), el("label", {}, "to ", to), el("button", { type: "submit", text: "compare" }));
+  form.addEventListener("submit", ev => { ev.preventDefault(); location.hash = agentHref(agent, "/compare?" + qs({ from: from.value, to: to.value })); });
+  const head = [el("h1", {}, el("a", { href: agentHref(agent), text: agent }), " / compare"), form];
+  if (!f.from) { show(...head, el("p", { class: "meta", text: "Pick two revisions, or two commits in the history." })); return; }
+  const [a, b] = await Promise.all([api("commit?" + qs({ agent, rev: f.from })), api("commit?" + qs({ agent, rev: f.to || "HEAD" }))]);
+  const changes = await api("diff?" + qs({ agent, from: a.commit.cid, to: b.commit.cid }));
+  const side = (label, c) => el("tr", {}, el("td", { text: label }), el("td", {}, cidLink(agent, c.cid)), el("td", { class: "msg", text: c.message }), el("td", { class: "meta when", text: when(c.time) }));
+  show(...head,
+    el("div", { class: "scroll" }, el("table", { id: "compare-sides" }, headerRow("", "commit", "message", "time"), side("from", a.commit), side("to", b.commit))),
+    el("h2", { text: changes.length + (changes.length === 1 ? " key differs" : " keys differ") }),
+    el("div", { id: "changes" }, ...(changes.length ? changeViews(agent, b.commit.cid, changes) : [el("p", { class: "meta", text: "No change." })])));
 }
 
 async function viewValue(agent, rev, key) {
@@ -244,14 +383,15 @@ async function viewValue(agent, rev, key) {
   let body;
   if (v.text != null) body = el("pre", { id: "value", text: v.text });
   else body = el("p", { id: "value-binary", text: (v.omitted || "binary value") + ", " + v.size + " bytes " }, el("a", { href: "/api/raw?" + q, text: "download" }));
+  const keyLog = [" · ", el("a", { id: "key-history", href: agentHref(agent, "/history?" + qs({ path: key, rev: v.commit })), text: "history of this key" })];
   const blame = v.text != null ? [" · ", el("a", { id: "blame-link", href: "#/a/" + encodeURIComponent(agent) + "/b/" + encodeURIComponent(v.commit) + "/" + encodeURIComponent(key), text: "blame" })] : [];
   if (v.text == null) {
     // A SQLite value: its tables, through the read model (an error means it is not one).
     const tables = await api("sql/tables?" + q).catch(() => null);
     if (tables) blame.push(" · ", el("a", { id: "sql-link", href: "#/a/" + encodeURIComponent(agent) + "/sql/" + encodeURIComponent(v.commit) + "/" + encodeURIComponent(key), text: "SQLite: " + tables.tables.length + " tables" }));
   }
-  main.replaceChildren(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / ", el("span", { class: "key", text: key })),
-    el("p", { class: "meta" }, "at ", cidLink(agent, v.commit), " · value ", el("span", { class: "mono", text: short(v.cid) }), " · " + v.size + " bytes", ...blame), body);
+  show(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / ", el("span", { class: "key", text: key })),
+    el("p", { class: "meta" }, "at ", cidLink(agent, v.commit), " · value ", el("span", { class: "mono", text: short(v.cid) }), " · " + v.size + " bytes", ...blame, ...keyLog), body);
 }
 
 // viewBlame shows each line of a text value with the commit and task that
@@ -262,10 +402,10 @@ async function viewBlame(agent, rev, key) {
     el("td", {}, l.boundary ? el("span", { class: "boundary-mark", title: "history cut by forget here: the line may be older", text: "^" }) : null, cidLink(agent, l.commit)),
     el("td", { class: "meta task", text: l.task }), el("td", { class: "meta", text: when(l.time) }),
     el("td", { class: "meta lineno", text: String(l.line) }), el("td", { class: "text" }, el("code", { text: l.text }))));
-  main.replaceChildren(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / ",
+  show(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / ",
     el("a", { class: "key", href: "#/a/" + encodeURIComponent(agent) + "/v/" + encodeURIComponent(b.commit) + "/" + encodeURIComponent(key), text: key }), " / blame"),
     el("p", { class: "meta" }, "at ", cidLink(agent, b.commit), " · value ", el("span", { class: "mono", text: short(b.cid) }), " · " + b.lines.length + " lines"),
-    el("table", { id: "blame" }, ...rows));
+    el("div", { class: "scroll" }, el("table", { id: "blame" }, headerRow("commit", "task", "time", "line", "text"), ...rows)));
 }
 
 // sqlCell shows one typed value of a SQLite row: NULL and blobs marked,
@@ -288,9 +428,9 @@ async function viewSQLTables(agent, rev, key) {
   const rows = t.tables.map(tb => el("tr", { class: tb.shadow ? "sql-table shadow" : "sql-table" },
     el("td", {}, el("a", { class: "table-name", href: "#/a/" + encodeURIComponent(agent) + "/rows/" + encodeURIComponent(v.commit) + "/" + encodeURIComponent(tb.name) + "/0/" + encodeURIComponent(key), text: tb.name })),
     el("td", { class: "meta", text: tb.type + (tb.shadow ? " (FTS5 storage)" : "") }), el("td", {}, el("code", { text: tb.sql }))));
-  main.replaceChildren(...sqlHeader(agent, rev, key, v.commit, [" / tables"]),
+  show(...sqlHeader(agent, rev, key, v.commit, [" / tables"]),
     el("p", { class: "meta" }, "at ", cidLink(agent, v.commit), " · value ", el("span", { class: "mono", text: short(v.cid) }), " · " + v.size + " bytes, read from the store without a checkout"),
-    el("table", { id: "sql-tables" }, ...rows));
+    el("div", { class: "scroll" }, el("table", { id: "sql-tables" }, headerRow("name", "type", "definition"), ...rows)));
 }
 
 // viewSQLRows pages through one table of a SQLite value at a commit.
@@ -304,11 +444,11 @@ async function viewSQLRows(agent, rev, table, offset, key) {
     offset > 0 ? el("a", { id: "rows-prev", href: to(Math.max(0, offset - page)), text: "← previous" }) : null,
     " rows " + (r.rows.length ? (offset + 1) + "–" + (offset + r.rows.length) : "none") + " ",
     r.truncated ? el("a", { id: "rows-next", href: to(offset + page), text: "next →" }) : null);
-  main.replaceChildren(...sqlHeader(agent, rev, key, r.commit, [" / ",
+  show(...sqlHeader(agent, rev, key, r.commit, [" / ",
     el("a", { href: "#/a/" + encodeURIComponent(agent) + "/sql/" + encodeURIComponent(r.commit) + "/" + encodeURIComponent(key), text: "tables" }), " / ", el("span", { class: "table-name", text: table })]),
     el("p", { class: "meta" }, "at ", cidLink(agent, r.commit)), nav,
-    el("table", { id: "sql-rows" }, el("tr", {}, ...r.columns.map(c => el("th", { text: c }))),
-      ...r.rows.map(row => el("tr", { class: "sql-row" }, ...row.map(sqlCell)))));
+    el("div", { class: "scroll" }, el("table", { id: "sql-rows" }, el("tr", {}, ...r.columns.map(c => el("th", { text: c }))),
+      ...r.rows.map(row => el("tr", { class: "sql-row" }, ...row.map(sqlCell))))));
 }
 
 // taskName is a task's ID with its attempt, as a task revision writes it.
@@ -341,7 +481,7 @@ async function viewTasks(agent, skip) {
   const n = 50;
   const lg = await api("tasks?agent=" + encodeURIComponent(agent) + "&skip=" + skip + "&limit=" + n);
   const base = "#/a/" + encodeURIComponent(agent) + "/tasks/";
-  main.replaceChildren(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / tasks"),
+  show(el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / tasks"),
     el("p", { class: "meta" }, "tasks " + (skip + 1) + "–" + (skip + lg.tasks.length),
       ...(skip > 0 ? [" · ", el("a", { id: "newer-tasks", href: base + Math.max(0, skip - n), text: "newer" })] : []),
       ...(lg.more ? [" · ", el("a", { id: "older-tasks", href: base + (skip + n), text: "older" })] : [])),
@@ -355,36 +495,43 @@ async function viewTask(agent, id) {
   const t = d.task;
   const row = (k, ...v) => el("tr", {}, el("td", { text: k }), el("td", {}, ...v));
   const rc = d.receipt && d.receipt.receipt;
-  main.replaceChildren(
+  show(
     el("h1", {}, el("a", { href: "#/a/" + encodeURIComponent(agent), text: agent }), " / task ", el("span", { id: "task-name", text: taskName(t) })),
-    el("table", { id: "task" },
+    el("div", { class: "scroll" }, el("table", { id: "task" }, headerRow("field", "value"),
       row("landed", cidLink(agent, t.commit), t.merge ? el("span", { class: "merge", text: "merge" }) : null),
       t.merge ? row("its own last commit", cidLink(agent, t.taskCommit)) : null,
       row("started from", t.start ? cidLink(agent, t.start) : el("span", { class: "meta", text: "no state (the agent's first task)" })),
       row("time", when(t.time)),
       t.model ? row("model", t.model) : null,
       t.adapter ? row("adapter", t.adapter) : null,
-      row("bundle hash", el("span", { class: "mono", text: t.bundleBefore + " → " + t.bundleAfter })),
+      row("bundle hash", el("span", { class: "mono wrap", text: t.bundleBefore + " → " + t.bundleAfter })),
       el("tr", {}, el("td", { text: "receipt" }), receiptCell(t)),
-      rc ? row("operator", el("span", { class: "mono", text: rc.operator })) : null),
+      rc ? row("operator", el("span", { class: "mono wrap", text: rc.operator })) : null)),
     el("h2", { text: "Commits" }),
-    el("table", { id: "task-commits" }, ...d.commits.map(c => el("tr", { class: "task-commit" },
-      el("td", {}, cidLink(agent, c.cid)), el("td", { class: "msg", text: c.message }), el("td", { class: "meta", text: when(c.time) })))),
+    el("div", { class: "scroll" }, el("table", { id: "task-commits" }, headerRow("commit", "message", "time"), ...d.commits.map(c => el("tr", { class: "task-commit" },
+      el("td", {}, cidLink(agent, c.cid)), el("td", { class: "msg", text: c.message }), el("td", { class: "meta when", text: when(c.time) }))))),
     el("h2", { text: "Its whole change, from the commit it started from" }),
     d.changes.length ? el("div", { id: "changes" }, ...changeViews(agent, t.taskCommit, d.changes)) : el("p", { class: "meta", id: "changes", text: "No change." }));
 }
 
 async function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const hash = location.hash.replace(/^#\/?/, "");
+  const qi = hash.indexOf("?");
+  const f = Object.fromEntries(new URLSearchParams(qi < 0 ? "" : hash.slice(qi + 1)));
+  const parts = (qi < 0 ? hash : hash.slice(0, qi)).split("/").map(decodeURIComponent);
   try {
     if (parts[0] === "a" && parts[1]) {
-      if (parts[2] === "c" && parts[3]) return await viewCommit(parts[1], parts[3]);
+      if (parts[2] === "c" && parts[3]) return await viewCommit(parts[1], parts[3], f);
       if (parts[2] === "v" && parts[3] && parts.length > 4) return await viewValue(parts[1], parts[3], parts.slice(4).join("/"));
       if (parts[2] === "b" && parts[3] && parts.length > 4) return await viewBlame(parts[1], parts[3], parts.slice(4).join("/"));
       if (parts[2] === "sql" && parts[3] && parts.length > 4) return await viewSQLTables(parts[1], parts[3], parts.slice(4).join("/"));
       if (parts[2] === "rows" && parts[3] && parts.length > 6) return await viewSQLRows(parts[1], parts[3], parts[4], parts[5], parts.slice(6).join("/"));
       if (parts[2] === "t" && parts.length > 3) return await viewTask(parts[1], parts.slice(3).join("/"));
       if (parts[2] === "tasks") return await viewTasks(parts[1], parts[3]);
+      if (parts[2] === "history") return await viewHistory(parts[1], f);
+      if (parts[2] === "compare") return await viewCompare(parts[1], f);
+      if (parts[2] === "ops") return await viewOps(parts[1], f);
+      if (parts[2] === "receipts") return await viewReceipts(parts[1], f);
       return await viewAgent(parts[1]);
     }
     return await viewAgents();
@@ -393,7 +540,8 @@ async function route() {
   }
 }
 
-window.addEventListener("hashchange", route);
+// A new view starts at its top (a live update keeps the place).
+window.addEventListener("hashchange", () => route().then(() => window.scrollTo(0, 0)));
 route();
 
 // Live: the server sends an event whenever a HEAD moves.
