@@ -76,6 +76,11 @@ func TestPutStreamsStdin(t *testing.T) {
 	if code, _, stderr := exec(nil, "put", "d", "."); code == 0 || !strings.Contains(stderr, "not a regular file") {
 		t.Fatalf("put of a directory: exit %d, %s", code, stderr)
 	}
+	// The server does not read a stream a client names: /dev/stdin there
+	// is the server's own.
+	if code, _, stderr := exec(nil, "put", "d", "/dev/stdin"); code == 0 || !strings.Contains(stderr, "put KEY - <") {
+		t.Fatalf("served put of /dev/stdin: exit %d, %s", code, stderr)
+	}
 }
 
 // watchReader calls fn once when its reader has delivered at bytes.
