@@ -48,16 +48,13 @@ func (e *env) diffAction(c *cli.Context) error {
 }
 
 // runDiff renders the read model's diff (inspect.View.Diff; --json is its
-// []inspect.Change) from args[0] to args[1] (default HEAD; no args: HEAD's
-// first parent to HEAD). Sizes come from the tree and the values' file
+// []inspect.Change) from args[0] to args[1] (default HEAD; no args: what
+// HEAD changed against its first parent). Sizes come from the tree and the values' file
 // nodes; content is read only for -p, and a SQLite value's pages only
 // where they differ (inspect.View.DiffRows) for --stat, -p, --json, --sql.
 func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) error {
 	if len(args) > 2 {
 		return usagef("diff: takes at most 2 revisions, REV [REV2]")
-	}
-	if len(args) == 0 {
-		args = []string{"HEAD~1"}
 	}
 	to := "HEAD"
 	if len(args) == 2 && args[1] != "" {
@@ -70,6 +67,13 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 	isTask, err := false, error(nil)
 	if len(args) == 1 {
 		changes, isTask, err = taskChange(ctx, o.readOpts, args[0], o.Patch)
+	}
+	if len(args) == 0 {
+		// What HEAD changed, against its first parent (a root commit:
+		// against nothing), as show gives it.
+		var sh inspect.Shown
+		sh, err = o.View.Show(ctx, o.Agent, "HEAD", o.Patch)
+		changes, isTask = sh.Changes, true
 	}
 	if !isTask {
 		changes, err = o.View.Diff(ctx, o.Agent, args[0], to, o.Patch)
