@@ -151,10 +151,17 @@ type Commit struct {
 }
 
 func (v *View) commitOf(ctx context.Context, id objects.CID, cm *objects.Commit) (Commit, error) {
+	c := v.commitNoHash(id, cm)
 	h, err := v.R.BundleHash(ctx, cm.Tree)
 	if err != nil {
 		return Commit{}, classify(err)
 	}
+	c.BundleHash = h.String()
+	return c, nil
+}
+
+// commitNoHash is commitOf without the bundle hash.
+func (v *View) commitNoHash(id objects.CID, cm *objects.Commit) Commit {
 	parents := cm.Parents
 	if parents == nil {
 		parents = []objects.CID{}
@@ -163,7 +170,7 @@ func (v *View) commitOf(ctx context.Context, id objects.CID, cm *objects.Commit)
 	if meta == nil {
 		meta = map[string]string{}
 	}
-	return Commit{CID: id, Parents: parents, Tree: cm.Tree, Time: cm.Time, Message: cm.Message, Metadata: meta, BundleHash: h.String()}, nil
+	return Commit{CID: id, Parents: parents, Tree: cm.Tree, Time: cm.Time, Message: cm.Message, Metadata: meta}
 }
 
 // LogOptions select a history.
@@ -171,6 +178,10 @@ type LogOptions struct {
 	Rev   string // where to start; "" is HEAD
 	Path  string // only commits that changed this key
 	Limit int    // at most this many commits; <= 0 is all
+	// NoBundleHash leaves each Commit's BundleHash empty: a window that
+	// does not show it (the CLI's text log) skips its cost, a lookup per
+	// commit, or hashing the commit's whole tree where none is recorded.
+	NoBundleHash bool
 }
 
 // resolve resolves rev ("" is HEAD) for agent to a commit.
@@ -301,9 +312,12 @@ func (v *View) logOnce(ctx context.Context, agent string, o LogOptions) (History
 				continue
 			}
 		}
-		c, err := v.commitOf(ctx, le.CID, le.Commit)
-		if err != nil {
-			return History{}, err
+		c := v.commitNoHash(le.CID, le.Commit)
+		if !o.NoBundleHash {
+			var err error
+			if c, err = v.commitOf(ctx, le.CID, le.Commit); err != nil {
+				return History{}, err
+			}
 		}
 		c.Cut = le.Cut
 		out.Commits = append(out.Commits, c)

@@ -111,7 +111,7 @@ func runLog(ctx context.Context, o logOptions, args []string, out io.Writer) err
 	}
 	// The read model walks the log; this renders it. -n 0 prints
 	// nothing, but the revision is still resolved (a bad one fails).
-	lo := inspect.LogOptions{Rev: rev, Path: o.Path, Limit: max(o.N, 0)}
+	lo := inspect.LogOptions{Rev: rev, Path: o.Path, Limit: max(o.N, 0), NoBundleHash: !o.JSON}
 	if o.N == 0 {
 		lo.Limit = 1
 	}
