@@ -41,6 +41,7 @@ type env struct {
 	remoteFlag     string
 	agent          string
 	atFlag         string // __complete: the --at of the line it completes
+	exactBytes     bool   // --bytes: sizes as exact byte counts
 	color          bool
 	tty            bool
 	// dir is the working directory relative paths are taken from, and
@@ -236,6 +237,7 @@ func newApp(e *env, args []string) *cli.App {
 func deferAction(e *env, c *cli.Command) {
 	if act := c.Action; act != nil {
 		c.Action = func(c *cli.Context) error {
+			e.exactBytes = c.Bool("bytes")
 			e.action = func() error { return act(c) }
 			return nil
 		}

@@ -18,7 +18,7 @@ import (
 
 func newDiffCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD; no REV: what HEAD changed); task:ID alone: the task's whole change; SQLite values by table", ArgsUsage: "[REV [REV2]] [-- KEY...]",
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary (a SQLite value: rows per table)"}, patchFlag(), jsonFlag(),
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary (a SQLite value: rows per table)"}, patchFlag(), jsonFlag(), bytesFlag(),
 			&cli.BoolFlag{Name: "sql", Usage: "print SQL that turns each changed SQLite value's old database into the new (as sqldiff)"}},
 		Action: e.diffAction}
 }
@@ -133,9 +133,13 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 				if v.IsZero() {
 					return "-"
 				}
-				return fmt.Sprint(n)
+				return o.out(ctx, out).size(int64(n))
 			}
-			fmt.Fprintf(out, " %s %s | %s -> %s bytes\n", changeLetter[ch.Change], termsafe.Line(ch.Path), size(ch.Old, ch.OldSize), size(ch.New, ch.NewSize))
+			unit := ""
+			if o.Bytes {
+				unit = " bytes"
+			}
+			fmt.Fprintf(out, " %s %s | %s -> %s%s\n", changeLetter[ch.Change], termsafe.Line(ch.Path), size(ch.Old, ch.OldSize), size(ch.New, ch.NewSize), unit)
 			printRowStat(out, ch)
 			switch ch.Change {
 			case objects.Added:

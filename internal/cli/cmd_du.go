@@ -12,7 +12,7 @@ func newDuCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "du", Usage: "what the store's bytes hold: live and reclaimable, per commit (added, shared), per key (growth over history)", ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "n", Value: 10, Usage: "show the newest `N` commits and the N keys that grew most (-1: all)"},
-			jsonFlag(),
+			jsonFlag(), bytesFlag(),
 		},
 		Action: e.runDu}
 }
@@ -38,31 +38,17 @@ func (e *env) runDu(c *cli.Context) error {
 		}
 		s := u.Store
 		fmt.Fprintf(e.stdout, "store: %s in %d blocks; live %s (%d blocks); reclaimable by gc %s (%d blocks)\n",
-			size(s.Bytes), s.Blocks, size(s.LiveBytes), s.LiveBlocks, size(s.ReclaimableBytes), s.Reclaimable)
+			e.size(s.Bytes), s.Blocks, e.size(s.LiveBytes), s.LiveBlocks, e.size(s.ReclaimableBytes), s.Reclaimable)
 		fmt.Fprintf(e.stdout, "\n%s: %d commits in its history; newest first:\n", termsafe.Line(u.Agent), len(u.Commits))
 		fmt.Fprintf(e.stdout, "  %-15s %10s %10s %10s  %s\n", "commit", "size", "added", "shared", "message")
 		for _, cu := range u.Commits[:limit(len(u.Commits))] {
-			fmt.Fprintf(e.stdout, "  %-15s %10s %10s %10s  %s\n", cu.CID.Short(), size(cu.Size), size(cu.Added), size(cu.Shared), termsafe.Line(oneLine(cu.Message)))
+			fmt.Fprintf(e.stdout, "  %-15s %10s %10s %10s  %s\n", cu.CID.Short(), e.size(cu.Size), e.size(cu.Added), e.size(cu.Shared), termsafe.Line(oneLine(cu.Message)))
 		}
 		fmt.Fprintf(e.stdout, "\nkeys by growth over that history:\n")
 		fmt.Fprintf(e.stdout, "  %10s %8s %10s  %s\n", "versions", "bytes", "at HEAD", "key")
 		for _, k := range u.Keys[:limit(len(u.Keys))] {
-			fmt.Fprintf(e.stdout, "  %10d %8s %10s  %s\n", k.Versions, size(k.Bytes), size(k.Current), termsafe.Line(k.Key))
+			fmt.Fprintf(e.stdout, "  %10d %8s %10s  %s\n", k.Versions, e.size(k.Bytes), e.size(k.Current), termsafe.Line(k.Key))
 		}
 		return nil
 	})
-}
-
-// size prints a byte count for people (powers of 1024).
-func size(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -13,7 +13,7 @@ import (
 
 func newLsCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "ls", Usage: "list keys", ArgsUsage: "[PREFIX]",
-		Flags: []cli.Flag{atFlag(),
+		Flags: []cli.Flag{atFlag(), bytesFlag(),
 			&cli.BoolFlag{Name: "long", Aliases: []string{"l"}, Usage: "show value CID and size"}, jsonFlag()},
 		Action: e.lsAction}
 }
@@ -55,7 +55,7 @@ func runLs(ctx context.Context, o lsOptions, args []string, out io.Writer) error
 	}
 	for _, en := range es {
 		if o.Long {
-			fmt.Fprintf(out, "%s %9d %s\n", en.CID.Short(), en.Size, termsafe.Line(en.Key))
+			fmt.Fprintf(out, "%s %9s %s\n", en.CID.Short(), o.out(ctx, out).size(int64(en.Size)), termsafe.Line(en.Key))
 		} else {
 			fmt.Fprintln(out, termsafe.Line(en.Key))
 		}

@@ -14,7 +14,7 @@ import (
 
 func newShowCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "show", Usage: "show a commit and what it changed, or REV:KEY's value", ArgsUsage: "REV[:KEY]",
-		Flags: []cli.Flag{patchFlag(), jsonFlag()}, Action: e.showAction}
+		Flags: []cli.Flag{patchFlag(), jsonFlag(), bytesFlag()}, Action: e.showAction}
 }
 
 type showOptions struct {

@@ -11,6 +11,11 @@ func jsonFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "json", Usage: "print JSON (shape documented in docs/cli.md)"}
 }
 
+// bytesFlag is --bytes of the commands that print sizes.
+func bytesFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "bytes", Usage: "print sizes as exact byte counts (--json always does)"}
+}
+
 func patchFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "patch", Aliases: []string{"p"}, Usage: "show line diffs of text values"}
 }

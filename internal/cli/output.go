@@ -76,3 +76,21 @@ func (e *env) printCommit(c inspect.Commit, head bool) {
 		fmt.Fprintf(e.stdout, "    %s\n", termsafe.Line(line))
 	}
 }
+
+// size is a byte count for people (powers of 1024: 7 B, 2.9 MiB), or with
+// --bytes the exact count.
+func (e *env) size(n int64) string {
+	if e.exactBytes {
+		return fmt.Sprint(n)
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -136,13 +136,13 @@ func TestSizesReadNoChunk(t *testing.T) {
 	if err := r.Storage.(objects.BlockDeleter).Delete(ctx, blocks[1].CID); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := exec(nil, "ls", "--long"); code != 0 || !strings.Contains(out, " 3145728 big") {
+	if code, out, stderr := exec(nil, "ls", "--long", "--bytes"); code != 0 || !strings.Contains(out, " 3145728 big") {
 		t.Fatalf("ls --long: exit %d\n%s%s", code, out, stderr)
 	}
-	if code, out, stderr := exec(nil, "diff", "--stat", "HEAD~1", "HEAD"); code != 0 || !strings.Contains(out, "2097152 -> 3145728 bytes") {
+	if code, out, stderr := exec(nil, "diff", "--stat", "HEAD~1", "HEAD"); code != 0 || !strings.Contains(out, "2.0 MiB -> 3.0 MiB") {
 		t.Fatalf("diff --stat: exit %d\n%s%s", code, out, stderr)
 	}
-	if code, out, stderr := exec(nil, "diff", "-p", "HEAD~1", "HEAD"); code != 0 || !strings.Contains(out, "large values differ (2097152 -> 3145728 bytes)") {
+	if code, out, stderr := exec(nil, "diff", "-p", "HEAD~1", "HEAD"); code != 0 || !strings.Contains(out, "large values differ (2.0 MiB -> 3.0 MiB)") {
 		t.Fatalf("diff -p: exit %d\n%s%s", code, out, stderr)
 	}
 }

@@ -25,17 +25,18 @@ type readOpts struct {
 	View  *inspect.View
 	Agent string
 	Color bool
+	Bytes bool // sizes as exact byte counts (--bytes), not for people
 }
 
 // readOpts returns the read options of r for this command line.
 func (e *env) readOpts(r *repo.Repo) readOpts {
-	return readOpts{View: inspect.New(r), Agent: e.agent, Color: e.color}
+	return readOpts{View: inspect.New(r), Agent: e.agent, Color: e.color, Bytes: e.exactBytes}
 }
 
 // out returns an env that writes to w as o says: the printing helpers of
 // the text and JSON forms.
 func (o readOpts) out(ctx context.Context, w io.Writer) *env {
-	return &env{ctx: ctx, stdout: w, agent: o.Agent, color: o.Color}
+	return &env{ctx: ctx, stdout: w, agent: o.Agent, color: o.Color, exactBytes: o.Bytes}
 }
 
 var changeLetter = map[objects.ChangeKind]string{objects.Added: "A", objects.Removed: "D", objects.Modified: "M"}
@@ -62,7 +63,7 @@ func (e *env) printPatch(changes []inspect.Change) {
 			continue
 		}
 		if ch.Large || ch.Binary {
-			fmt.Fprintf(e.stdout, "Binary or large values differ (%d -> %d bytes)\n", ch.OldSize, ch.NewSize)
+			fmt.Fprintf(e.stdout, "Binary or large values differ (%s -> %s)\n", e.size(int64(ch.OldSize)), e.size(int64(ch.NewSize)))
 			continue
 		}
 		inHunks := false

@@ -102,7 +102,7 @@ func TestReadCommandsAsFunctions(t *testing.T) {
 		{name: "diff --stat", run: func(o *bytes.Buffer) error {
 			return runDiff(ctx, diffOptions{readOpts: ro, Stat: true}, []string{"keep-me", "HEAD"}, o)
 		},
-			want: " M memory.md | 7 -> 7 bytes\n 1 keys changed: 0 added, 1 modified, 0 removed\n"},
+			want: " M memory.md | 7 B -> 7 B\n 1 keys changed: 0 added, 1 modified, 0 removed\n"},
 		{name: "diff", run: func(o *bytes.Buffer) error { return runDiff(ctx, diffOptions{readOpts: ro}, []string{"keep-me"}, o) }, want: "M\tmemory.md\n"},
 		{name: "diff --json -p", run: func(o *bytes.Buffer) error {
 			return runDiff(ctx, diffOptions{readOpts: ro, JSON: true, Patch: true}, []string{"keep-me", "HEAD"}, o)
@@ -129,7 +129,7 @@ func TestReadCommandsAsFunctions(t *testing.T) {
 		{name: "ls", run: func(o *bytes.Buffer) error { return runLs(ctx, lsOptions{readOpts: ro, At: "HEAD"}, nil, o) }, want: "memory.md\n"},
 		{name: "ls -l", run: func(o *bytes.Buffer) error {
 			return runLs(ctx, lsOptions{readOpts: ro, At: "HEAD", Long: true}, []string{"mem"}, o)
-		}, has: "        7 memory.md"},
+		}, has: "      7 B memory.md"},
 		{name: "ls --json", run: func(o *bytes.Buffer) error {
 			return runLs(ctx, lsOptions{readOpts: ro, At: "HEAD", JSON: true}, nil, o)
 		}, want: entries("HEAD")},
