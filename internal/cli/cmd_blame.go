@@ -15,19 +15,20 @@ import (
 
 func newBlameCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "blame", Usage: "show the commit and task that last changed each line of a text value", ArgsUsage: "[REV:]KEY",
-		Flags: []cli.Flag{jsonFlag()}, Action: e.blameAction}
+		Flags: []cli.Flag{jsonFlag(), &cli.StringFlag{Name: "table", Usage: "a SQLite value: each row of table T with the commit and task that last inserted or changed it"}}, Action: e.blameAction}
 }
 
 type blameOptions struct {
 	readOpts
-	JSON bool
+	JSON  bool
+	Table string // a SQLite value's table: blame its rows
 }
 
 func (e *env) blameAction(c *cli.Context) error {
 	if err := nargs(c, 1, 1); err != nil {
 		return err
 	}
-	o := blameOptions{JSON: c.Bool("json")}
+	o := blameOptions{JSON: c.Bool("json"), Table: c.String("table")}
 	return e.withRepoRead(func(r *repo.Repo) error {
 		o.readOpts = e.readOpts(r)
 		return runBlame(e.ctx, o, c.Args().Slice(), e.stdout)
@@ -45,6 +46,9 @@ func runBlame(ctx context.Context, o blameOptions, args []string, out io.Writer)
 	rev, key := splitRevKey(args[0])
 	if err := objects.ValidateKey(key); err != nil {
 		return err
+	}
+	if o.Table != "" {
+		return runBlameRows(ctx, o, rev, key, out)
 	}
 	b, err := o.View.Blame(ctx, o.Agent, rev, key)
 	if err != nil {
@@ -86,4 +90,34 @@ func splitRevKey(arg string) (rev, key string) {
 		return "HEAD", arg
 	}
 	return rev, key
+}
+
+// runBlameRows renders the read model's row blame (inspect.View.BlameRows)
+// of one table: a line per row, "SHORTCID (TASK DATE) KEY", its key's
+// columns as COL=VALUE; --json is the inspect.RowBlame.
+func runBlameRows(ctx context.Context, o blameOptions, rev, key string, out io.Writer) error {
+	b, err := o.View.BlameRows(ctx, o.Agent, rev, key, o.Table)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return o.out(ctx, out).writeJSON(b)
+	}
+	tw := 1
+	for _, r := range b.Rows {
+		tw = max(tw, len(termsafe.Line(r.Task)))
+	}
+	for _, r := range b.Rows {
+		mark, task := " ", r.Task
+		if r.Boundary {
+			mark = "^"
+		}
+		if task == "" {
+			task = "-"
+		}
+		if _, err := fmt.Fprintf(out, "%s%s (%-*s %s) %s\n", mark, r.Commit.Short(), tw, termsafe.Line(task), fmtTime(r.Time), cellsText(b.KeyColumns, r.Key)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -59,3 +59,21 @@ func TestRowHistoryTool(t *testing.T) {
 		t.Fatalf("versions: %v", vs)
 	}
 }
+
+// The blame tool with a table blames rows: facts' ("lumen", "is") was last
+// changed by the learn task.
+func TestBlameToolTable(t *testing.T) {
+	s := inspecttest.NewSQLite(t)
+	cs := connect(t, mcpserver.NewServer(inspect.New(s.R), mcpserver.Options{Agent: inspecttest.A, ReadOnly: true}))
+	_, out := call(t, cs, "blame", map[string]any{"key": "memory.db", "table": "facts"})
+	rows, _ := out["rows"].([]any)
+	tasks := map[string]any{}
+	for _, r := range rows {
+		m := r.(map[string]any)
+		k := m["key"].([]any)
+		tasks[k[0].(string)+"/"+k[1].(string)] = m["task"]
+	}
+	if len(rows) != 3 || tasks["lumen/is"] != "learn" || tasks["lumen/likes"] != "seed" {
+		t.Fatalf("rows %v", out)
+	}
+}

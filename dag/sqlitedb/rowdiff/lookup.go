@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentstate/agentstate/dag/sqlitedb"
@@ -63,3 +64,33 @@ func Lookup(ctx context.Context, db *sqlitedb.DB, table string, key []Cell) (Row
 	}
 	return Row{Columns: t.cols}, false, nil
 }
+
+// Keys reads the key of every row of table in db (see Table.Key for what a
+// key is), in key order, and the key's column names.
+func Keys(ctx context.Context, db *sqlitedb.DB, table string) ([]string, [][]Cell, error) {
+	s, err := openSide(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer db.ReleaseConn(s.conn)
+	if o, ok := s.objs[table]; !ok || o.Type != "table" {
+		return nil, nil, fmt.Errorf("%w: no table %q", ErrBadKey, table)
+	}
+	t, err := s.info(table)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]row{}
+	if err := s.read(ctx, table, t, "", nil, nil, out); err != nil {
+		return nil, nil, err
+	}
+	keys := make([][]Cell, 0, len(out))
+	for _, r := range out {
+		keys = append(keys, r.key)
+	}
+	slices.SortFunc(keys, compareKeys)
+	return t.key(), keys, nil
+}
+
+// KeyString is a key's identity, for maps.
+func KeyString(k []Cell) string { return keyString(k) }
