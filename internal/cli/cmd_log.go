@@ -125,8 +125,12 @@ func runLog(ctx context.Context, o logOptions, args []string, out io.Writer) err
 	if o.JSON {
 		return e.writeJSON(h.Commits)
 	}
+	decos, err := o.View.Decorations(ctx, o.Agent)
+	if err != nil {
+		return err
+	}
 	for i, c := range h.Commits {
-		e.printLogEntry(c, o.Oneline, i+1, h.Head)
+		e.printLogEntry(c, o.Oneline, i+1, decos[c.CID])
 		if len(c.Cut) > 0 {
 			e.printCut(h.Forgotten, o.Oneline)
 		}
@@ -162,7 +166,7 @@ func (e *env) followLog(v *inspect.View, served bool, last objects.CID, path str
 		}
 		for _, c := range m.Commits {
 			printed++
-			e.printLogEntry(c, oneline, printed, h.Commit)
+			e.printLogEntry(c, oneline, printed, headOnly(c.CID == h.Commit))
 		}
 		last = h.Commit
 	}
@@ -194,13 +198,17 @@ func (e *env) isServed(r *repo.Repo) bool {
 	return ok
 }
 
-// printLogEntry prints the n-th commit of a log (1-based), marking HEAD.
-func (e *env) printLogEntry(c inspect.Commit, oneline bool, n int, head objects.CID) {
+// printLogEntry prints the n-th commit of a log (1-based) with its
+// decoration (HEAD, tags, other agents; nil: none).
+func (e *env) printLogEntry(c inspect.Commit, oneline bool, n int, d *inspect.Decoration) {
 	if oneline {
 		// One write of one line, built without fmt (a thousand of them are
 		// much of a served log --oneline).
 		line := make([]byte, 0, 96)
 		line = append(line, e.paint("33", c.CID.Short())...)
+		if d != nil {
+			line = append(append(line, ' '), e.paint("33", e.decoration(d))...)
+		}
 		if task, ok := c.Metadata["task"]; ok {
 			// A task's commit names the task, as a task revision does.
 			line = append(append(append(line, " ["...), taskName(task, c.Metadata["attempt"])...), ']')
@@ -212,5 +220,5 @@ func (e *env) printLogEntry(c inspect.Commit, oneline bool, n int, head objects.
 	if n > 1 {
 		fmt.Fprintln(e.stdout)
 	}
-	e.printCommit(c, c.CID == head)
+	e.printCommit(c, d)
 }

@@ -78,7 +78,7 @@ func showCommit(ctx context.Context, o showOptions, rev string, out io.Writer) e
 	if err != nil {
 		return err
 	}
-	e.printCommit(s.Commit, s.Commit.CID == head)
+	e.printCommit(s.Commit, headOnly(s.Commit.CID == head))
 	fmt.Fprintf(out, "\nTree:   %s\nBundle: %s\n\n", s.Commit.Tree, s.Commit.BundleHash)
 	switch {
 	case s.ParentGone:

@@ -54,10 +54,10 @@ func firstLine(s string) string {
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
-func (e *env) printCommit(c inspect.Commit, head bool) {
+func (e *env) printCommit(c inspect.Commit, d *inspect.Decoration) {
 	hdr := "commit " + c.CID.String()
-	if head {
-		hdr += " (HEAD -> " + termsafe.Line(e.agent) + ")"
+	if s := e.decoration(d); s != "" {
+		hdr += " " + s
 	}
 	fmt.Fprintln(e.stdout, e.paint("33", hdr))
 	if len(c.Parents) > 1 {
@@ -93,4 +93,35 @@ func (e *env) size(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// decoration is a commit's names in a log, as git prints them: "(HEAD ->
+// lumen, tag: release, nova)"; "" for none.
+func (e *env) decoration(d *inspect.Decoration) string {
+	if d == nil {
+		return ""
+	}
+	var names []string
+	if d.Head {
+		names = append(names, "HEAD -> "+termsafe.Line(e.agent))
+	}
+	for _, t := range d.Tags {
+		names = append(names, "tag: "+termsafe.Line(t))
+	}
+	for _, a := range d.Agents {
+		names = append(names, termsafe.Line(a))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(names, ", ") + ")"
+}
+
+// headOnly is the decoration of a commit that is or is not HEAD, for a
+// command that reads no others.
+func headOnly(head bool) *inspect.Decoration {
+	if !head {
+		return nil
+	}
+	return &inspect.Decoration{Head: true}
 }
