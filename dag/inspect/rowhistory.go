@@ -167,6 +167,50 @@ func (v *View) RowHistory(ctx context.Context, agent, rev, key, ref string, limi
 		rows[val] = s
 		return s, nil
 	}
+	// A row found by rowid is read only where its path (the schema pages
+	// and the table's pages from root to its leaf, by chunk CID) changed:
+	// a version whose path equals its parent's holds the same row.
+	var root, rowid int64
+	type pathSig struct {
+		path []objects.CID
+		sum  string
+		ok   bool
+	}
+	paths := map[[2]objects.CID]pathSig{} // (value, root) -> its path to the row
+	pathOf := func(val objects.CID) (pathSig, error) {
+		k := [2]objects.CID{val}
+		if ps, ok := paths[k]; ok {
+			return ps, nil
+		}
+		if val.IsZero() {
+			return pathSig{}, nil
+		}
+		p, err := sqlitedb.OpenPages(ctx, v.R.Blocks, val)
+		if err != nil {
+			return pathSig{}, nil // not a database: read it through SQLite
+		}
+		path, sum, ok, err := rowdiff.RowPath(ctx, p, root, rowid)
+		if err != nil {
+			return pathSig{}, nil // let SQLite say what is wrong
+		}
+		ps := pathSig{path, sum, ok}
+		paths[k] = ps
+		return ps, nil
+	}
+	samePath := func(a, b objects.CID) (bool, error) {
+		if root == 0 {
+			return false, nil
+		}
+		pa, err := pathOf(a)
+		if err != nil {
+			return false, err
+		}
+		pb, err := pathOf(b)
+		if err != nil {
+			return false, err
+		}
+		return pa.ok && pb.ok && pa.sum == pb.sum && slices.Equal(pa.path, pb.path), nil
+	}
 	out := RowHistory{Key: key, Table: table, PK: pk, Versions: []RowVersion{}}
 	for le, err := range dag.LogWith(ctx, v.R.Blocks, start, lo) {
 		if err != nil {
@@ -196,6 +240,11 @@ func (v *View) RowHistory(ctx context.Context, agent, rev, key, ref string, limi
 		if val == pval {
 			continue
 		}
+		if same, err := samePath(val, pval); err != nil {
+			return RowHistory{}, err
+		} else if same {
+			continue
+		}
 		now, err := rowAt(val, le.CID)
 		if err != nil {
 			return RowHistory{}, err
@@ -203,6 +252,12 @@ func (v *View) RowHistory(ctx context.Context, agent, rev, key, ref string, limi
 		was, err := rowAt(pval, le.CID)
 		if err != nil {
 			return RowHistory{}, err
+		}
+		for _, st := range []state{now, was} {
+			if st.row.Root != 0 && (st.row.Root != root || st.row.Rowid != rowid) {
+				root, rowid = st.row.Root, st.row.Rowid
+				clear(paths) // paths were to another root
+			}
 		}
 		rv := RowVersion{Commit: le.CID, Task: le.Commit.Metadata["task"], Time: le.Commit.Time, Message: le.Commit.Message, Boundary: boundary,
 			Columns: now.row.Columns}

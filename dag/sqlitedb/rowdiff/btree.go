@@ -32,6 +32,8 @@ type page struct {
 	children []uint32 // interior pages: the child page numbers, the right-most last
 	rowids   []int64  // table leaf pages: the rowid of each cell
 	overflow []uint32 // the first overflow page of each cell that spills
+	keys     []int64  // interior table pages: each cell's rowid key (children[i] holds rowids <= keys[i])
+	rowOver  []uint32 // table leaf pages: each cell's first overflow page, 0 for none
 }
 
 func corruptf(format string, a ...any) error {
@@ -93,6 +95,11 @@ func parsePage(data []byte, n int64, usable int) (*page, error) {
 				return nil, corruptf("page %d: cell %d is truncated", n, i)
 			}
 			p.children = append(p.children, binary.BigEndian.Uint32(c))
+			key, _, ok := varint(c[4:])
+			if !ok {
+				return nil, corruptf("page %d: cell %d's key is truncated", n, i)
+			}
+			p.keys = append(p.keys, int64(key))
 			continue
 		case interiorIndex:
 			if len(c) < 4 {
@@ -114,11 +121,16 @@ func parsePage(data []byte, n int64, usable int) (*page, error) {
 			p.rowids = append(p.rowids, int64(rowid))
 			c = c[k:]
 		}
+		var over uint32
 		if local := localPayload(size, usable, p.typ == leafTable); local < size {
 			if uint64(len(c)) < local+4 {
 				return nil, corruptf("page %d: cell %d's overflow pointer is outside the page", n, i)
 			}
-			p.overflow = append(p.overflow, binary.BigEndian.Uint32(c[local:]))
+			over = binary.BigEndian.Uint32(c[local:])
+			p.overflow = append(p.overflow, over)
+		}
+		if p.typ == leafTable {
+			p.rowOver = append(p.rowOver, over)
 		}
 	}
 	if hlen == 12 {

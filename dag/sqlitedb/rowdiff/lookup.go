@@ -18,6 +18,10 @@ var ErrBadKey = errors.New("rowdiff: key does not fit the table")
 type Row struct {
 	Columns []string `json:"columns"`
 	Values  []Cell   `json:"values"`
+	// Root and Rowid: when the row was looked up by rowid in a rowid table,
+	// the table's root page and the rowid (for RowPath); Root is 0
+	// otherwise.
+	Root, Rowid int64 `json:"-"`
 }
 
 // Lookup reads the row of table whose key is key in db: its primary key's
@@ -59,10 +63,15 @@ func Lookup(ctx context.Context, db *sqlitedb.DB, table string, key []Cell) (Row
 	if err := s.read(ctx, table, t, strings.Join(where, " AND "), key, nil, out); err != nil {
 		return Row{}, false, err
 	}
-	for _, r := range out {
-		return Row{Columns: t.cols, Values: r.vals}, true, nil
+	res := Row{Columns: t.cols}
+	if t.kind == "table" && where[0] == "rowid=?" && key[0].Kind == sqlitedb.Integer {
+		res.Root, res.Rowid = o.Root, key[0].Int
 	}
-	return Row{Columns: t.cols}, false, nil
+	for _, r := range out {
+		res.Values = r.vals
+		return res, true, nil
+	}
+	return res, false, nil
 }
 
 // Keys reads the key of every row of table in db (see Table.Key for what a

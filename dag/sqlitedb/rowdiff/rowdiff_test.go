@@ -352,3 +352,43 @@ func TestWithoutSQL(t *testing.T) {
 		t.Fatalf("SQL without Options.SQL: %v", err)
 	}
 }
+
+// A row's path (schema pages, root to leaf, its overflow pages) is the same
+// in two versions exactly when nothing SQLite reads for it changed: an
+// unrelated row's change leaves it, the row's own change (even one that
+// only rewrites its overflow pages in place) and a schema change do not.
+func TestRowPath(t *testing.T) {
+	old := changed(t, baseDB(t, 14000), `INSERT INTO messages(id, role, body) VALUES(90000, 'tool', printf('%.20000c', 'a'));`)
+	steps := []struct {
+		sql  string
+		same bool
+	}{
+		{`UPDATE messages SET body = 'far away' WHERE id = 2900;`, true},
+		{`UPDATE messages SET body = printf('%.20000c', 'b') WHERE id = 90000;`, false},
+		{`CREATE TABLE more(x);`, false},
+	}
+	for _, st := range steps {
+		nw := changed(t, old, st.sql)
+		bs := &countingStore{Store: memstore.New()}
+		a, b := openFile(t, bs, old), openFile(t, bs, nw)
+		r, found, err := rowdiff.Lookup(context.Background(), a, "messages", []rowdiff.Cell{{Kind: sqlitedb.Integer, Int: 90000}})
+		if err != nil || !found || r.Root == 0 {
+			t.Fatalf("Lookup: %v %v %+v", err, found, r.Root)
+		}
+		pa, sa, oka, err := rowdiff.RowPath(context.Background(), a.Pages(), r.Root, 90000)
+		if err != nil || !oka {
+			t.Fatalf("RowPath old: %v %v", err, oka)
+		}
+		pb, sb, okb, err := rowdiff.RowPath(context.Background(), b.Pages(), r.Root, 90000)
+		if err != nil || !okb {
+			t.Fatalf("RowPath new: %v %v", err, okb)
+		}
+		same := sa == sb && len(pa) == len(pb)
+		for i := range pa {
+			same = same && i < len(pb) && pa[i] == pb[i]
+		}
+		if same != st.same {
+			t.Errorf("%s: same path %v, want %v", st.sql, same, st.same)
+		}
+	}
+}
