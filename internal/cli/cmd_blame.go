@@ -15,7 +15,7 @@ import (
 
 func newBlameCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "blame", Usage: "show the commit and task that last changed each line of a text value", ArgsUsage: "[REV:]KEY",
-		Flags: []cli.Flag{jsonFlag(), &cli.StringFlag{Name: "table", Usage: "a SQLite value: each row of table T with the commit and task that last inserted or changed it"}}, Action: e.blameAction}
+		Flags: []cli.Flag{jsonFlag(), &cli.StringFlag{Name: "table", Usage: "a SQLite value: each row of `TABLE` with the commit and task that last inserted or changed it"}}, Action: e.blameAction}
 }
 
 type blameOptions struct {
