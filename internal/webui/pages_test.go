@@ -20,6 +20,7 @@ import (
 	"github.com/agentstate/agentstate/objects"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // manyCommits is the fixture's history (tasks, a merge, an undo) with n
@@ -158,7 +159,7 @@ func TestLogPagesAPI(t *testing.T) {
 // rest (each commit once), a search by key and by text, two commits picked
 // and compared, a merge's change against each parent, every table with a
 // header row, nothing wider than the window, and no request answered 404
-// (the favicon among them).
+// (the favicon among them); j/k, Enter and Esc.
 func TestHistoryPagesInChromium(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -282,6 +283,19 @@ func TestHistoryPagesInChromium(t *testing.T) {
 		chromedp.Evaluate(`[...document.querySelectorAll('#changes .key')].map(k => k.textContent)`, &keys2), shot("h5-merge-parent-2-1440"))
 	if !strings.Contains(title1, "first") || !slices.Equal(keys1, []string{"skills/x.md"}) || !slices.Equal(keys2, []string{"notes.md"}) {
 		t.Fatalf("merge: %q %q, then %q %q", title1, keys1, title2, keys2)
+	}
+	// The keyboard: j j selects the second commit, Enter opens it, Esc goes
+	// back up to the agent.
+	var hash string
+	must("keys", goTo("/#/a/lumen"), rowsOf(`#history tr.commit`), chromedp.Click(`main h1`), chromedp.KeyEvent("j"), chromedp.KeyEvent("j"),
+		chromedp.WaitVisible(`#history tr.commit.selected`), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(`#message`),
+		chromedp.Evaluate(`location.hash`, &hash))
+	if hash != "#/a/lumen/c/"+whole.Commits[1].CID.String() {
+		t.Fatalf("j j Enter opened %q, want the second commit %s", hash, whole.Commits[1].CID)
+	}
+	must("escape", chromedp.KeyEvent(kb.Escape), rowsOf(`#history tr.commit`), chromedp.Evaluate(`location.hash`, &hash))
+	if hash != "#/a/lumen" {
+		t.Fatalf("Esc went to %q", hash)
 	}
 	// 390 px wide: each view fits, tables scroll within themselves.
 	for _, v := range []struct{ name, hash, wait string }{

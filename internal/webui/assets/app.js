@@ -540,6 +540,36 @@ async function route() {
   }
 }
 
+// Keyboard: j/k move through the view's list (its commits, else its tasks,
+// operations or receipts), Enter opens the row's link, Esc goes up (to the agent, then to
+// the agents). Keys typed into a form are the form's.
+let selected = -1;
+function navRows() {
+  for (const sel of ["tr.commit", "tr.task-row", "tr.task-commit", "tr.op", "tr.receipt"]) {
+    const rows = [...main.querySelectorAll(sel)];
+    if (rows.length) return rows;
+  }
+  return [];
+}
+document.addEventListener("keydown", ev => {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.target.closest("input, textarea, select, button")) return;
+  const rows = navRows();
+  if (ev.key === "j" || ev.key === "k") {
+    if (!rows.length) return;
+    selected = Math.min(Math.max(ev.key === "j" ? selected + 1 : selected - 1, 0), rows.length - 1);
+    rows.forEach((r, i) => r.classList.toggle("selected", i === selected));
+    rows[selected].scrollIntoView({ block: "nearest" });
+  } else if (ev.key === "Enter" && rows[selected]) {
+    const a = rows[selected].querySelector("a.msg, a.task, a");
+    if (a) location.hash = a.getAttribute("href");
+  } else if (ev.key === "Escape") {
+    const m = location.hash.match(/^#\/a\/([^/?]+)(.)?/);
+    location.hash = m && m[2] ? "#/a/" + m[1] : "#/";
+  } else return;
+  ev.preventDefault();
+});
+window.addEventListener("hashchange", () => { selected = -1; });
+
 // A new view starts at its top (a live update keeps the place).
 window.addEventListener("hashchange", () => route().then(() => window.scrollTo(0, 0)));
 route();
