@@ -8,12 +8,20 @@
 #   libarchive-tools   bsdtar, an independent extractor of our tars
 #   sqlite3            an independent reader of memory.db values (the oracle of `sql`)
 #   sqlite3-tools      sqldiff, the oracle of SQLite row diffs
-#   git, patch, npm    oracles for diffs, and the ENS contracts' installer
+#   git, patch, npm    oracles for diffs, and the installer of the ENS contracts
+#                      and of the MCP conformance suite (with Node 22)
 #
 # As root with apt-get (a fresh Debian machine, CI) the missing ones are
 # installed; otherwise the script names what is missing and how to get it, and
 # fails if a package the tests cannot run without is absent.
 set -euo pipefail
+
+# `test-deps.sh mcp-conformance` installs only the MCP conformance suite and
+# the Node it needs, and prints the node binary and the suite's script
+# (mcp-conformance.sh; runtime/web's TestConformanceSuite runs this).
+if [[ ${1:-} == mcp-conformance ]]; then
+	exec "$(dirname "${BASH_SOURCE[0]}")/mcp-conformance.sh"
+fi
 
 need=()
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -38,3 +46,4 @@ if ((${#need[@]})); then
 fi
 
 "$(dirname "${BASH_SOURCE[0]}")/ens-contracts.sh" >/dev/null
+"$(dirname "${BASH_SOURCE[0]}")/mcp-conformance.sh" >/dev/null

@@ -3,10 +3,8 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/agentstate/agentstate/dag/inspect"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,14 +16,15 @@ const ValueTemplate = "agentstate://{agent}/{rev}/{+key}"
 // agent in the context, default the server's) and key (the keys at that
 // agent's revision, default HEAD). The candidates are the read model's
 // (inspect.View.CompleteAgents, CompleteRevs, CompleteKeys), at most
-// inspect.MaxCompletions. A context naming an agent or revision that does
-// not exist gives no candidates; a reference to anything but the value
-// template, or an argument it does not have, is invalid params (-32602).
+// inspect.MaxCompletions. What has nothing to complete gets no candidates,
+// not an error: a context naming an agent or revision that does not exist,
+// a prompt (the server has none), another template, an argument the
+// template does not have (as the official conformance suite expects of a
+// server without the reference server's prompts).
 func (h *handlers) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
 	p := req.Params
 	if p.Ref.Type != "ref/resource" || p.Ref.URI != ValueTemplate {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: fmt.Sprintf("nothing to complete for %s %q: this server completes the arguments of the resource template %s", p.Ref.Type, p.Ref.Name+p.Ref.URI, ValueTemplate)}
+		return &sdk.CompleteResult{Completion: sdk.CompletionResultDetails{Values: []string{}}}, nil
 	}
 	ctxArg := func(name string) string {
 		if p.Context != nil {
@@ -43,9 +42,6 @@ func (h *handlers) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk
 			c, err = v.CompleteRevs(ctx, agent, p.Argument.Value)
 		case "key":
 			c, err = v.CompleteKeys(ctx, agent, ctxArg("rev"), p.Argument.Value)
-		default:
-			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-				Message: fmt.Sprintf("%s has no argument %q (agent, rev, key)", ValueTemplate, p.Argument.Name)}
 		}
 		return err
 	})

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/url"
 	"sync"
 	"time"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,8 +57,8 @@ func (s *subs) state(ctx context.Context, f *followed) (objects.CID, error) {
 	var cid objects.CID
 	err := s.h.with(ctx, false, func(v *inspect.View) error {
 		val, err := v.Get(ctx, f.agent, f.rev, f.key, 0)
-		if errors.Is(err, inspect.ErrNotFound) {
-			return nil
+		if errors.Is(err, inspect.ErrNotFound) || errors.Is(err, inspect.ErrBadRequest) {
+			return nil // absent: no agent, revision or key (yet)
 		}
 		cid = val.CID
 		return err
@@ -64,28 +66,30 @@ func (s *subs) state(ctx context.Context, f *followed) (objects.CID, error) {
 	return cid, err
 }
 
+// subscribe follows req's URI. Any URI may be followed (the specification
+// does not ask that a resource exist when it is subscribed to): a value URI
+// agentstate://AGENT/REV/KEY is followed even before its agent, revision or
+// key exists (a put or fork may make it), and notified when it changes; a
+// URI of another scheme names nothing this server has or will have, and is
+// never notified. An agentstate URI that cannot name a value (no key, an
+// invalid agent name or key) is invalid params.
 func (s *subs) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	uri := req.Params.URI
-	agent, rev, key, ok := parseValueURI(uri)
-	if !ok {
-		return sdk.ResourceNotFoundError(uri)
-	}
-	f := &followed{agent: agent, rev: rev, key: key}
-	// The agent and revision must exist; the key need not yet.
-	if err := s.h.with(ctx, false, func(v *inspect.View) error {
-		if err := objects.ValidateKey(key); err != nil {
+	var f *followed
+	if u, err := url.Parse(uri); err != nil || u.Scheme == "agentstate" {
+		agent, rev, key, ok := parseValueURI(uri)
+		if ok && refs.ValidateAgent(agent) == nil && objects.ValidateKey(key) == nil {
+			f = &followed{agent: agent, rev: rev, key: key}
+		} else {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: fmt.Sprintf("%q names no value: a value is agentstate://AGENT/REV/KEY with a valid agent name and key", uri)}
+		}
+		cid, err := s.state(ctx, f)
+		if err != nil {
 			return err
 		}
-		_, err := v.Log(ctx, agent, inspect.LogOptions{Rev: rev, Limit: 1})
-		return err
-	}); err != nil {
-		return sdk.ResourceNotFoundError(uri)
+		f.cid = cid
 	}
-	cid, err := s.state(ctx, f)
-	if err != nil {
-		return err
-	}
-	f.cid = cid
 	ss := req.Session
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,16 +110,19 @@ func (s *subs) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 		}()
 	}
 	mine[uri] = true
+	if f == nil {
+		return nil // never notified
+	}
 	if g := s.uris[uri]; g != nil {
 		g.sessions++
 	} else {
 		f.sessions = 1
 		s.uris[uri] = f
 	}
-	if s.watchers[agent] == nil {
+	if s.watchers[f.agent] == nil {
 		wctx, cancel := context.WithCancel(context.Background())
-		s.watchers[agent] = cancel
-		go s.watch(wctx, agent)
+		s.watchers[f.agent] = cancel
+		go s.watch(wctx, f.agent)
 	}
 	return nil
 }
@@ -146,6 +153,9 @@ func (s *subs) release(ss *sdk.ServerSession, uri string) {
 	}
 	delete(mine, uri)
 	f := s.uris[uri]
+	if f == nil {
+		return // a URI never notified
+	}
 	if f.sessions--; f.sessions > 0 {
 		return
 	}

@@ -83,15 +83,19 @@ func TestComplete(t *testing.T) {
 			t.Errorf("complete %s %q %v: %q, want %q", c.arg, c.value, c.ctx, got, c.want)
 		}
 	}
-	// Anything but the value template's arguments is invalid params.
+	// Anything else has nothing to complete: no candidates, not an error.
 	for _, p := range []*sdk.CompleteParams{
-		{Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "nope"}, Argument: sdk.CompleteParamsArgument{Name: "agent"}},
-		{Ref: &sdk.CompleteReference{Type: "ref/resource", URI: "agentstate://{x}"}, Argument: sdk.CompleteParamsArgument{Name: "agent"}},
-		{Ref: &sdk.CompleteReference{Type: "ref/resource", URI: mcpserver.ValueTemplate}, Argument: sdk.CompleteParamsArgument{Name: "colour"}},
+		{Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "test_prompt_with_arguments"}, Argument: sdk.CompleteParamsArgument{Name: "arg1", Value: "l"}},
+		{Ref: &sdk.CompleteReference{Type: "ref/resource", URI: "agentstate://{x}"}, Argument: sdk.CompleteParamsArgument{Name: "agent", Value: "l"}},
+		{Ref: &sdk.CompleteReference{Type: "ref/resource", URI: mcpserver.ValueTemplate}, Argument: sdk.CompleteParamsArgument{Name: "colour", Value: "l"}},
 	} {
-		if _, err := cs.Complete(ctx, p); rpcCode(err) != jsonrpc.CodeInvalidParams {
-			t.Errorf("complete %+v: %v, want -32602", p.Ref, err)
+		if res, err := cs.Complete(ctx, p); err != nil || res.Completion.Values == nil || len(res.Completion.Values) != 0 {
+			t.Errorf("complete %+v: %v %+v, want no candidates", p.Ref, err, res)
 		}
+	}
+	// The SDK's own checks: a request without a ref is invalid params.
+	if _, err := cs.Complete(ctx, &sdk.CompleteParams{Argument: sdk.CompleteParamsArgument{Name: "agent"}}); rpcCode(err) != jsonrpc.CodeInvalidParams {
+		t.Errorf("complete without ref: %v", err)
 	}
 }
 
@@ -207,11 +211,34 @@ func TestSubscribe(t *testing.T) {
 				waitDropped()
 				return
 			}
-			// An unknown agent or revision, or no value URI, is "resource not found".
-			for _, u := range []string{"agentstate://nobody/HEAD/x", "agentstate://lumen/HEAD~99/x", "agentstate://lumen/HEAD", "https://example.org/x", "agentstate://lumen/HEAD/../x"} {
-				if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: u}); rpcCode(err) != sdk.CodeResourceNotFound {
-					t.Errorf("subscribe %s: %v, want -32002", u, err)
+			// An agentstate URI that can name no value is invalid params.
+			for _, u := range []string{"agentstate://lumen/HEAD", "agentstate://lumen/HEAD/../x", "agentstate://-x/HEAD/x", "agentstate:///HEAD/x"} {
+				if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: u}); rpcCode(err) != jsonrpc.CodeInvalidParams {
+					t.Errorf("subscribe %s: %v, want -32602", u, err)
 				}
+			}
+			// A value that does not exist yet is followed: its agent's
+			// first put notifies it. Another scheme's URI is accepted and
+			// never notified (the next notification is nova's).
+			nova := "agentstate://nova/HEAD/n.md"
+			for _, u := range []string{"test://watched-resource", "agentstate://lumen/HEAD~99/x", nova} {
+				if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: u}); err != nil {
+					t.Fatalf("subscribe %s: %v", u, err)
+				}
+			}
+			if res, _ := call(t, cs, "put", map[string]any{"agent": "nova", "key": "n.md", "value": "born"}); res.IsError {
+				t.Fatal(text(res))
+			}
+			if u := next(); u != nova {
+				t.Fatalf("after nova's first put: %s", u)
+			}
+			for _, u := range []string{"test://watched-resource", "agentstate://lumen/HEAD~99/x", nova} {
+				if err := cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: u}); err != nil {
+					t.Fatalf("unsubscribe %s: %v", u, err)
+				}
+			}
+			if s, w := count(); s != 1 || w != 1 {
+				t.Fatalf("%d subscriptions, %d watchers; want 1, 1", s, w)
 			}
 			// The bound: MaxSubscriptions per session.
 			for i := 1; i < mcpserver.MaxSubscriptions; i++ {
