@@ -67,6 +67,7 @@ func newServer(v *inspect.View, o Options) (*sdk.Server, *subs) {
 			"Revisions: HEAD, HEAD~N, HEAD^2, a commit CID (10+ characters), a tag, task:ID (the commit a task landed; task:ID@ATTEMPT). Values are also resources: agentstate://AGENT/REV/KEY.",
 	})
 	sub.srv = s
+	s.AddReceivingMiddleware(notFoundCode)
 	// Outputs are 'any' to the SDK: CIDs are JSON strings, which a schema
 	// inferred from their Go struct would call objects.
 	sdk.AddTool(s, &sdk.Tool{Name: "list_agents", Description: "List the agents in the store with their HEAD commit, last message and bundle hash."}, h.listAgents)
@@ -522,6 +523,33 @@ func (h *handlers) fork(ctx context.Context, _ *sdk.CallToolRequest, in forkIn) 
 		return err
 	})
 	return nil, out, err
+}
+
+// CodeResourceNotFound is "resource not found" up to protocol version
+// 2025-11-25; later versions (and the SDK) give it -32602.
+const CodeResourceNotFound = -32002
+
+// notFoundMessage is the message of sdk.ResourceNotFoundError, which tells
+// it from other errors with its code (-32602).
+var notFoundMessage = sdk.ResourceNotFoundError("").(*jsonrpc.Error).Message
+
+// notFoundCode gives "resource not found" (the SDK's, for a URI no template
+// matches, or this server's) the code of the session's protocol version.
+func notFoundCode(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		var je *jsonrpc.Error
+		if method == "resources/read" && errors.As(err, &je) && je.Code == sdk.CodeResourceNotFound && je.Message == notFoundMessage {
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
+				if p := ss.InitializeParams(); p != nil && p.ProtocolVersion != "" && p.ProtocolVersion <= "2025-11-25" {
+					e := *je
+					e.Code = CodeResourceNotFound
+					return res, &e
+				}
+			}
+		}
+		return res, err
+	}
 }
 
 func mustJSON(v any) json.RawMessage {

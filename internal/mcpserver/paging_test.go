@@ -186,3 +186,33 @@ func TestErrorsNameTools(t *testing.T) {
 		}
 	}
 }
+
+// "Resource not found" has the code of the session's protocol version:
+// -32002 up to 2025-11-25, the SDK's -32602 after.
+func TestResourceNotFoundCode(t *testing.T) {
+	v := store(t)
+	for version, want := range map[string]int64{"2025-06-18": -32002, "2025-11-25": -32002, "": jsonrpc.CodeInvalidParams} {
+		ct, st := sdk.NewInMemoryTransports()
+		if _, err := mcpserver.NewServer(v, mcpserver.Options{Agent: "lumen"}).Connect(context.Background(), st, nil); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), ct, &sdk.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []string{"agentstate://lumen/HEAD/nope", "agentstate://nobody/HEAD/x", "test://x"} {
+			_, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: u})
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != want {
+				t.Errorf("%q: read %s: %v, want code %d", version, u, err, want)
+			}
+		}
+		// A read too large stays -32602 (invalid params) in every version.
+		call(t, cs, "put", map[string]any{"key": "big", "value": strings.Repeat("x", mcpserver.MaxInline+1)})
+		_, err = cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "agentstate://lumen/HEAD/big"})
+		if rpcCode(err) != jsonrpc.CodeInvalidParams {
+			t.Errorf("%q: an oversized read: %v", version, err)
+		}
+		cs.Close()
+	}
+}
