@@ -143,7 +143,7 @@ func TestReadCommandsAsFunctions(t *testing.T) {
 		{name: "oplog -n 0", run: func(o *bytes.Buffer) error { return runOplog(ctx, oplogOptions{readOpts: ro, N: 0}, nil, o) }, want: ""},
 		{name: "log --json", run: func(o *bytes.Buffer) error { return runLog(ctx, logOptions{readOpts: ro, N: -1, JSON: true}, nil, o) }, want: history("HEAD")},
 		{name: "log --oneline", run: func(o *bytes.Buffer) error { return runLog(ctx, logOptions{readOpts: ro, N: 1, Oneline: true}, nil, o) },
-			want: c.Steps[5].Short() + " [step-6] put memory.md\n"},
+			want: c.Steps[5].Short() + " (HEAD -> lumen) [step-6] put memory.md\n"},
 		{name: "log of a fork made on the cut history", run: func(o *bytes.Buffer) error {
 			return runLog(ctx, logOptions{readOpts: readOpts{View: v, Agent: inspecttest.Late}, N: -1, Oneline: true}, nil, o)
 		}, has: "~~ history cut here by forget"},
