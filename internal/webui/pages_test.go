@@ -159,7 +159,8 @@ func TestLogPagesAPI(t *testing.T) {
 // rest (each commit once), a search by key and by text, two commits picked
 // and compared, a merge's change against each parent, every table with a
 // header row, nothing wider than the window, and no request answered 404
-// (the favicon among them); j/k, Enter and Esc.
+// (the favicon among them); j/k, Enter and Esc; HEAD, a tag and another
+// agent's HEAD named on their commits.
 func TestHistoryPagesInChromium(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
@@ -168,6 +169,13 @@ func TestHistoryPagesInChromium(t *testing.T) {
 	r, srv := manyCommits(t, 230, "step")
 	whole, err := inspect.New(r).Log(context.Background(), "lumen", inspect.LogOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Names on commits: a tag, and another agent whose HEAD is one.
+	if err := r.SetTag(context.Background(), "lumen", "v1", whole.Commits[5].CID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Fork(context.Background(), "lumen", whole.Commits[3].CID, "nova"); err != nil {
 		t.Fatal(err)
 	}
 	shots := screenshots(t)
@@ -226,6 +234,11 @@ func TestHistoryPagesInChromium(t *testing.T) {
 	must("first page", chromedp.EmulateViewport(1440, 900), goTo("/#/a/lumen"), rowsOf(`#history tr.commit`),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit')].map(tr => tr.dataset.cid)`, &first), shot("h1-history-1440"))
 	fits("agent", 1440)
+	var names string
+	must("names", chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit')].map((tr, i) => [...tr.querySelectorAll('.head, .tag, .other-head')].map(s => i + ":" + s.textContent)).flat().join(",")`, &names))
+	if names != "0:HEAD,3:nova,5:v1" {
+		t.Fatalf("names on the history: %q", names)
+	}
 	must("older", chromedp.Click(`#history-nav a.older`), chromedp.WaitVisible(`#history-nav a.newest`), rowsOf(`#history tr.commit`),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit')].map(tr => tr.dataset.cid)`, &second), shot("h2-older-1440"))
 	fits("older page", 1440)

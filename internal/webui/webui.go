@@ -174,8 +174,19 @@ func (h *handler) log(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What names the page's commits: HEAD, tags, other agents' HEADs.
+	all, err := h.v.Decorations(r.Context(), q.Get("agent"))
+	if err != nil {
+		return nil, err
+	}
+	decorations := map[string]*inspect.Decoration{}
+	for _, c := range p.Commits {
+		if d := all[c.CID]; d != nil {
+			decorations[c.CID.String()] = d
+		}
+	}
 	// The page's documented shape has "forgotten": null when nothing was cut.
-	return map[string]any{"head": p.Head, "commits": p.Commits, "forgotten": p.Forgotten, "next": p.Next, "scanned": p.Scanned}, nil
+	return map[string]any{"head": p.Head, "commits": p.Commits, "forgotten": p.Forgotten, "next": p.Next, "scanned": p.Scanned, "decorations": decorations}, nil
 }
 
 // number is a query parameter that must be a number at least 0 when given.

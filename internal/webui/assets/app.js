@@ -121,6 +121,8 @@ function historyTable(agent, log, undone) {
     const isHead = c.cid === log.head, isUndone = undone.has(c.cid);
     const msg = el("td", { class: "msg-cell" }, el("a", { href: agentHref(agent, "/c/" + enc(c.cid)), class: "msg", text: c.message }),
       isHead ? el("span", { class: "head", text: "HEAD" }) : null,
+      ...((log.decorations || {})[c.cid] || {}).tags?.map(t => el("span", { class: "tag", title: "tag", text: t })) || [],
+      ...((log.decorations || {})[c.cid] || {}).agents?.map(a => el("a", { class: "other-head", href: agentHref(a), title: a + "'s HEAD", text: a })) || [],
       c.parents.length > 1 ? el("span", { class: "merge", text: "merge" }) : null,
       isUndone ? el("span", { class: "undone", text: "undone" }) : null);
     const meta = Object.entries(c.metadata || {}).filter(([k]) => ["task", "model", "op", "source"].includes(k)).map(([k, v]) => k + "=" + v).join("  ");
