@@ -109,6 +109,13 @@ say "Tasks in history: one entry per landed task, and what one task changed (tas
 run --store "$work/hermes/store" --agent lumen log --tasks --oneline
 run --store "$work/hermes/store" --agent lumen diff --stat task:audit-vault
 run --store "$work/hermes/store" --agent lumen receipts --verify
+say "What the agent knows: memory.db is a database at every commit, read from the store (no checkout)"
+run --store "$work/hermes/store" --agent lumen sql --header memory.db "SELECT id, task, confidence FROM facts"
+run --store "$work/hermes/store" --agent lumen sql task:audit-vault:memory.db "SELECT count(*) FROM messages WHERE messages MATCH 'reentrancy'"
+say "What task audit-token changed in it, row by row; the history of one fact; who last changed each row"
+run --store "$work/hermes/store" --agent lumen diff -p task:audit-token -- memory.db
+run --store "$work/hermes/store" --agent lumen log --row facts:1
+run --store "$work/hermes/store" --agent lumen blame --table facts memory.db
 
 say "History travels: clone lumen with its whole history into another store, work there, pull it back"
 run --store "$work/copy" clone "$work/.agentstate" lumen
@@ -119,12 +126,13 @@ run log --oneline -n 2
 
 say "The whole history through the blob store: push --history (encrypted packs, a manifest signed by the operator key), wipe, restore --history"
 run push --key agent.key --history --sign-key operator.key
-"$bin" log --oneline > log-before.txt
+# (log --json: the commits themselves; the text log also names the other agents at them, which stay behind)
+"$bin" log --json > log-before.txt
 rm -rf .agentstate
 run restore --key agent.key --history --pub operator.key.pub
-"$bin" log --oneline > log-after.txt
+"$bin" log --json > log-after.txt
 if cmp -s log-before.txt log-after.txt; then
-  echo "the restored log equals the original, commit for commit ($(wc -l < log-after.txt) commits)"
+  echo "the restored log equals the original, commit for commit ($("$bin" log --oneline | wc -l) commits)"
 else
   echo "restored log differs" >&2; diff log-before.txt log-after.txt >&2; exit 1
 fi

@@ -50,16 +50,17 @@ type job struct {
 	id, input string
 	calls     []step
 	fact      string
+	revise    string // a task whose finding this one confirms (memory.db)
 }
 
 var jobs = []job{
 	{"audit-vault", "audit Vault.sol", []step{
 		{"read_file", "Vault.sol"}, {"grep", "call{value:"}, {"read_skill", "access-control"},
 		{"grep", "balances[msg.sender] ="}, {"run_tests", "forge test"}, {"read_file", "test/Vault.t.sol"},
-	}, "Vault.withdraw sends ETH before zeroing the balance (reentrancy)."},
+	}, "Vault.withdraw sends ETH before zeroing the balance (reentrancy).", ""},
 	{"audit-token", "audit Token.sol", []step{
 		{"read_file", "Token.sol"}, {"read_skill", "access-control"},
-	}, "Token.mint has onlyOwner; no finding."},
+	}, "Token.mint has onlyOwner; no finding.", "audit-vault"},
 }
 
 func run(ctx context.Context, dir string) error {
@@ -247,7 +248,10 @@ func hermesLoop(ctx context.Context, tx *runtime.Tx, j job) error {
 	if err := tx.Put(ctx, "memory/facts.json", b); err != nil {
 		return err
 	}
-	fmt.Printf("   %d tool calls, memory updated\n", len(j.calls))
+	if err := updateMemoryDB(ctx, tx, j, transcript); err != nil {
+		return err
+	}
+	fmt.Printf("   %d tool calls, memory updated (memory/facts.json, memory.db)\n", len(j.calls))
 	if len(j.calls) >= 5 {
 		skill := fmt.Sprintf("---\nname: %s\ndescription: learned from %s\n---\n", "reentrancy-check", j.id)
 		skill += "1. grep for external calls (call{value:}).\n2. Check that balances are written before the call.\n"
