@@ -228,6 +228,21 @@ func (e *env) complete(words []string) []string {
 		}
 		return nil
 	}
+	if name, val, ok := strings.Cut(strings.TrimLeft(cur, "-"), "="); !dashdash && strings.HasPrefix(cur, "-") && ok {
+		// --flag=VALUE: the flag's value, after its name.
+		f := findFlag(flags, name)
+		if f == nil && cmd != nil {
+			f = findFlag(global, name)
+		}
+		if f == nil || !takesValue(f) {
+			return nil
+		}
+		var out []string
+		for _, s := range e.completeKind(kindOf(placeholder(usageOf(f))), val, "HEAD") {
+			out = append(out, cur[:len(cur)-len(val)]+s)
+		}
+		return out
+	}
 	if !dashdash && strings.HasPrefix(cur, "-") {
 		var out []string
 		fs := slices.Clone(flags)
