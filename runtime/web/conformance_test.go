@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -13,11 +14,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentstate/agentstate/dag/repo/remote"
 	"github.com/agentstate/agentstate/runtime"
 	"github.com/agentstate/agentstate/runtime/web"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // conformanceScenarios are the official suite's server scenarios that apply
@@ -73,6 +76,117 @@ func TestConformanceSuite(t *testing.T) {
 	endpoint := "http://" + ln.Addr().String() + "/mcp"
 
 	runScenarios(t, node, suite, endpoint, conformanceScenarios)
+}
+
+// The same scenarios against 'agentstate mcp' (stdio) on a free store: the
+// suite speaks streamable HTTP only, so the test bridges it, one
+// 'agentstate mcp' process per session, with the SDK's own streamable
+// server transport relaying each message unchanged (dns-rebinding-protection
+// is left out: it judges the bridge's HTTP handling, not the server).
+func TestConformanceSuiteStdio(t *testing.T) {
+	node, suite := conformanceSuite(t)
+	ctx := context.Background()
+	bin := t.TempDir()
+	if b, err := exec.Command("go", "build", "-o", bin+string(filepath.Separator),
+		"github.com/agentstate/agentstate/cmd/agentstate", "github.com/agentstate/agentstate/cmd/agentstate-engine").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	dir := t.TempDir()
+	seed := sha256.Sum256([]byte("operator"))
+	rt, err := runtime.Open(ctx, runtime.Options{Store: dir, Signer: ed25519.NewKeyFromSeed(seed[:]), NoServe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.RunTask(ctx, "lumen", runtime.Task{ID: "t1"}, func(ctx context.Context, tx *runtime.Tx) error {
+		return tx.Put(ctx, "notes.md", []byte("hello\n"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	br := &stdioBridge{argv: []string{filepath.Join(bin, "agentstate"), "--store", dir, "--agent", "lumen", "mcp"}, sessions: map[string]*sdk.StreamableServerTransport{}}
+	defer br.close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: br}
+	go hs.Serve(ln)
+	defer hs.Close()
+	var scenarios []string
+	for _, sc := range conformanceScenarios {
+		if sc != "dns-rebinding-protection" {
+			scenarios = append(scenarios, sc)
+		}
+	}
+	runScenarios(t, node, suite, "http://"+ln.Addr().String()+"/mcp", scenarios)
+}
+
+// stdioBridge serves streamable HTTP, starting one process per session and
+// relaying JSON-RPC messages between the session and the process's stdio.
+type stdioBridge struct {
+	argv []string
+
+	mu       sync.Mutex
+	n        int
+	sessions map[string]*sdk.StreamableServerTransport
+	closers  []func()
+}
+
+func (b *stdioBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("Mcp-Session-Id")
+	b.mu.Lock()
+	st := b.sessions[id]
+	if st == nil {
+		if id != "" || r.Method != http.MethodPost {
+			b.mu.Unlock()
+			http.Error(w, "no such session", http.StatusNotFound)
+			return
+		}
+		b.n++
+		st = &sdk.StreamableServerTransport{SessionID: fmt.Sprintf("bridge-%d", b.n)}
+		ctx, cancel := context.WithCancel(context.Background())
+		sconn, err := st.Connect(ctx)
+		if err != nil {
+			b.mu.Unlock()
+			cancel()
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		cmd := exec.Command(b.argv[0], b.argv[1:]...)
+		cmd.Stderr = os.Stderr
+		pconn, err := (&sdk.CommandTransport{Command: cmd}).Connect(ctx)
+		if err != nil {
+			b.mu.Unlock()
+			cancel()
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		relay := func(from, to sdk.Connection) {
+			for {
+				m, err := from.Read(ctx)
+				if err != nil || to.Write(ctx, m) != nil {
+					cancel()
+					return
+				}
+			}
+		}
+		go relay(sconn, pconn)
+		go relay(pconn, sconn)
+		b.sessions[st.SessionID] = st
+		b.closers = append(b.closers, func() { cancel(); pconn.Close(); sconn.Close() })
+	}
+	b.mu.Unlock()
+	st.ServeHTTP(w, r)
+}
+
+func (b *stdioBridge) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.closers {
+		c()
+	}
 }
 
 // runScenarios runs each scenario against endpoint; every check must pass.
