@@ -31,7 +31,7 @@ async function api(path) {
 }
 
 // show makes nodes the page's content (null ones left out).
-function show(...nodes) { main.replaceChildren(...nodes.filter(n => n != null)); }
+function show(...nodes) { rendered++; main.replaceChildren(...nodes.filter(n => n != null)); }
 
 function showError(err) {
   show(el("p", { class: "error", id: "error", text: String(err.message || err) }));
@@ -231,13 +231,21 @@ async function viewReceipts(agent, f) {
   show(el("h1", {}, el("a", { href: agentHref(agent), text: agent }), " / receipts"), receiptsNav(agent, page, n), receiptsTable(agent, page));
 }
 
+// rendered counts the views rendered: a late answer for an older one is
+// dropped.
+let rendered = 0;
+
 async function viewAgent(agent) {
-  const [log, ops, receipts, snaps, tasks] = await Promise.all([
+  // The tasks come apart: finding 20 tasks can walk a long history that
+  // has few, and the history is not kept waiting for them.
+  const tasksAnswer = api("tasks?agent=" + enc(agent) + "&limit=20");
+  tasksAnswer.catch(() => {});
+  const [log, ops, receipts, snaps] = await Promise.all([
     api(logQuery(agent, {})),
     api("oplog?" + qs({ agent, limit: 21 })),
     api("receipts?" + qs({ agent, limit: 20 })),
-    api("snapshots?agent=" + enc(agent)),
-    api("tasks?agent=" + enc(agent) + "&limit=20")]);
+    api("snapshots?agent=" + enc(agent))]);
+  const tasksBox = el("div", { id: "tasks-box" }, el("p", { class: "meta", text: "Finding tasks…" }));
   const undone = new Set(ops.filter(o => o.undone).map(o => o.new));
   const snRows = snaps.map(s => el("tr", { class: "snapshot" },
     el("td", { text: s.op }), el("td", { class: "mono", text: s.blobId || "" }), el("td", {}, s.commit ? cidLink(agent, s.commit) : ""),
@@ -245,8 +253,7 @@ async function viewAgent(agent) {
     el("td", { class: s.error ? "bad" : "", text: s.error || when(s.time) })));
   const shownOps = ops.slice(0, 20);
   show(el("h1", { text: agent }),
-    el("h2", { text: "Tasks" }), el("div", { class: "scroll" }, tasksTable(agent, tasks)),
-    tasks.more ? el("p", {}, el("a", { id: "all-tasks", href: agentHref(agent, "/tasks/20"), text: "older tasks…" })) : null,
+    el("h2", { text: "Tasks" }), tasksBox,
     el("h2", { text: "History" }), searchForm(agent, {}),
     pageNav("history-nav", null, log.next ? agentHref(agent, "/history?" + qs({ cursor: log.next })) : null, "the newest " + log.commits.length + " commits"),
     ...historyTable(agent, log, undone),
@@ -254,6 +261,12 @@ async function viewAgent(agent) {
     pageNav("ops-nav", null, ops.length > 20 ? agentHref(agent, "/ops?" + qs({ before: shownOps[shownOps.length - 1].seq })) : null, "the newest " + shownOps.length + " operations"),
     el("h2", { text: "Receipts" }), receiptsNav(agent, receipts, 50), receiptsTable(agent, receipts),
     el("h2", { text: "Snapshots" }), snRows.length ? el("div", { class: "scroll" }, el("table", { id: "snapshots" }, headerRow("operation", "blob", "commit", "expiry", "size", "time or failure"), ...snRows)) : el("p", { text: "No snapshots." }));
+  const view = rendered;
+  tasksAnswer.then(tasks => {
+    if (view !== rendered) return;
+    tasksBox.replaceChildren(el("div", { class: "scroll" }, tasksTable(agent, tasks)),
+      tasks.more ? el("p", {}, el("a", { id: "all-tasks", href: agentHref(agent, "/tasks/20"), text: "older tasks…" })) : "");
+  }, err => { if (view === rendered) tasksBox.replaceChildren(el("p", { class: "error", text: String(err.message || err) })); });
 }
 
 function patchView(patch) {
