@@ -43,21 +43,9 @@ func Lookup(ctx context.Context, db *sqlitedb.DB, table string, key []Cell) (Row
 	if err != nil {
 		return Row{}, false, err
 	}
-	var where []string
-	switch {
-	case len(key) == 1 && key[0].Kind == sqlitedb.Integer && t.kind != "without rowid" && (t.ipk || len(t.decl) == 0 || len(t.decl) > 1):
-		where = []string{"rowid=?"}
-	case len(t.decl) > 0 && len(key) == len(t.decl):
-		for _, i := range t.decl {
-			where = append(where, quoteID(t.cols[i])+"=?")
-		}
-	case len(key) == 1 && t.kind != "without rowid":
-		where = []string{"rowid=?"}
-	default:
-		if len(t.decl) > 0 {
-			return Row{}, false, fmt.Errorf("%w: %q's primary key has %d column(s), the key gives %d value(s)", ErrBadKey, table, len(t.decl), len(key))
-		}
-		return Row{}, false, fmt.Errorf("%w: %q has no primary key: give its rowid", ErrBadKey, table)
+	where, err := keyWhere(t, table, key)
+	if err != nil {
+		return Row{}, false, err
 	}
 	out := map[string]row{}
 	if err := s.read(ctx, table, t, strings.Join(where, " AND "), key, nil, out); err != nil {
@@ -72,6 +60,28 @@ func Lookup(ctx context.Context, db *sqlitedb.DB, table string, key []Cell) (Row
 		return res, true, nil
 	}
 	return res, false, nil
+}
+
+// keyWhere is the condition, one "COLUMN=?" per value of key, that finds
+// the row key names in table t (see Lookup).
+func keyWhere(t tinfo, table string, key []Cell) ([]string, error) {
+	var where []string
+	switch {
+	case len(key) == 1 && key[0].Kind == sqlitedb.Integer && t.kind != "without rowid" && (t.ipk || len(t.decl) == 0 || len(t.decl) > 1):
+		where = []string{"rowid=?"}
+	case len(t.decl) > 0 && len(key) == len(t.decl):
+		for _, i := range t.decl {
+			where = append(where, quoteID(t.cols[i])+"=?")
+		}
+	case len(key) == 1 && t.kind != "without rowid":
+		where = []string{"rowid=?"}
+	default:
+		if len(t.decl) > 0 {
+			return nil, fmt.Errorf("%w: %q's primary key has %d column(s), the key gives %d value(s)", ErrBadKey, table, len(t.decl), len(key))
+		}
+		return nil, fmt.Errorf("%w: %q has no primary key: give its rowid", ErrBadKey, table)
+	}
+	return where, nil
 }
 
 // Keys reads the key of every row of table in db (see Table.Key for what a
