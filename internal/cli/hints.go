@@ -22,6 +22,7 @@ import (
 func hint(err error) string {
 	var notStore *repo.NotStoreError
 	var unbound *snapshot.UnboundError
+	var rowConflict *inspect.RowConflictError
 	switch {
 	case errors.As(err, &notStore) && notStore.HalfMade:
 		return "run 'agentstate init' to make it anew"
@@ -35,6 +36,8 @@ func hint(err error) string {
 		return "--ff-only refuses a merge"
 	case errors.Is(err, repo.ErrDamaged):
 		return "run 'agentstate verify'"
+	case errors.As(err, &rowConflict):
+		return "see the row's history with 'agentstate log --row " + rowConflict.Row + " -- " + rowConflict.Key + "'"
 	case errors.Is(err, inspect.ErrRevertConflict):
 		return "revert only the other keys with 'agentstate revert REV -- KEY...', or see 'agentstate revert --dry-run REV'"
 	case errors.Is(err, sqlitedb.ErrRefused):
