@@ -104,6 +104,17 @@ func (v *View) LogPage(ctx context.Context, agent string, o LogPageOptions) (Log
 	if o.Limit <= 0 {
 		o.Limit = 200
 	}
+	// As Log does: a forget beside the walk may delete what the walk is
+	// following; the page starts again (a few times) as things are then.
+	for attempt := 1; ; attempt++ {
+		p, err := v.logPageOnce(ctx, agent, o)
+		if err == nil || attempt == 4 || !errors.Is(err, ErrNotFound) || ctx.Err() != nil {
+			return p, err
+		}
+	}
+}
+
+func (v *View) logPageOnce(ctx context.Context, agent string, o LogPageOptions) (LogPage, error) {
 	head, err := v.checkAgent(ctx, agent)
 	if err != nil {
 		return LogPage{}, err

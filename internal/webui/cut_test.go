@@ -80,6 +80,12 @@ func cutRoutes(c *inspecttest.Cut) map[string]int {
 		"/api/oplog?agent=" + a + "&limit=-5":             200,
 		"/api/log?agent=" + a + "&limit=x":                200,
 		"/api/nothing":                                    404,
+		"/api/log?agent=" + a + "&cursor=eyJ9":            400,
+		"/api/log?agent=" + a + "&prefix=mem&limit=1":     200,
+		"/api/log?agent=" + a + "&grep=more":              200,
+		"/api/oplog?agent=" + a + "&before=3":             200,
+		"/api/receipts?agent=" + a + "&from=1&limit=1":    200,
+		"/favicon.svg":                                    200,
 	}
 	return routes
 }
@@ -116,6 +122,32 @@ func TestCutHistory(t *testing.T) {
 	if len(log.Commits) != 3 || log.Commits[0].Cut != nil || len(log.Commits[1].Cut) != 1 || log.Commits[1].Cut[0] != c.Steps[3] ||
 		len(log.Commits[2].Cut) != 1 || log.Forgotten == nil || log.Forgotten.Policy != "--keep-last 2" || log.Head != c.Steps[5].String() {
 		t.Fatalf("log of the cut history: %s", body)
+	}
+	// A page at a time, one commit each, the same log: the cuts marked on
+	// the same commits and the island kept past the cut reached in turn.
+	for _, agent := range []string{inspecttest.A, inspecttest.Fork, inspecttest.Late} {
+		_, body := get(t, srv.URL+"/api/log?agent="+agent)
+		var whole logAnswer
+		if err := json.Unmarshal(body, &whole); err != nil {
+			t.Fatal(err)
+		}
+		var paged []inspect.Commit
+		for cursor, pages := "", 0; ; pages++ {
+			resp, body := get(t, srv.URL+"/api/log?limit=1&agent="+agent+"&cursor="+cursor)
+			var p logAnswer
+			if err := json.Unmarshal(body, &p); err != nil || resp.StatusCode != 200 || pages > len(whole.Commits) {
+				t.Fatalf("%s, page %d: %d %s", agent, pages, resp.StatusCode, body)
+			}
+			paged = append(paged, p.Commits...)
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+		}
+		a, _ := json.Marshal(paged)
+		b, _ := json.Marshal(whole.Commits)
+		if string(a) != string(b) {
+			t.Errorf("%s paged one at a time:\n%s\nthe log:\n%s", agent, a, b)
+		}
 	}
 	_, body = get(t, srv.URL+"/api/commit?agent="+inspecttest.A+"&rev=HEAD~1")
 	if !strings.Contains(string(body), `"parentGone":true`) || !strings.Contains(string(body), `"cut":["`+c.Steps[3].String()) {
