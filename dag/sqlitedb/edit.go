@@ -2,6 +2,7 @@ package sqlitedb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,8 +12,13 @@ import (
 	"github.com/agentstate/agentstate/objects"
 )
 
+// MaxEdit is the largest database Apply edits: it holds the database in
+// memory about three times over (the value read, SQLite's copy, the copy
+// serialized back).
+const MaxEdit = 1 << 30
+
 // ErrEdit: a statement Apply runs failed or did not change exactly one row.
-var ErrEdit = fmt.Errorf("sqlitedb: edit failed")
+var ErrEdit = errors.New("sqlitedb: edit failed")
 
 // Apply returns the content of the SQLite value at value with one
 // statement applied: the value is copied into an in-memory database
@@ -21,8 +27,9 @@ var ErrEdit = fmt.Errorf("sqlitedb: edit failed")
 // trusted_schema off, so the database's own triggers run but cannot call
 // unsafe functions) and must change exactly one row of the table it names,
 // and the database is serialized back. A database in WAL mode is read as
-// its main file, as Open reads it, and keeps its WAL mode bytes. The
-// caller stores the result as a new value (objects.WriteValue).
+// its main file, as Open reads it, and keeps its WAL mode bytes. A value
+// over MaxEdit is ErrTooLarge, refused before any chunk is read. The caller
+// stores the result as a new value (objects.WriteValue).
 func Apply(ctx context.Context, bs objects.BlockStore, value objects.CID, stmt string) ([]byte, error) {
 	p, err := OpenPages(ctx, bs, value)
 	if err != nil {
@@ -30,7 +37,11 @@ func Apply(ctx context.Context, bs objects.BlockStore, value objects.CID, stmt s
 	}
 	wal := p.WALMode()
 	p.Close()
-	data, err := objects.ReadValue(ctx, bs, value)
+	data, err := objects.ReadValueMax(ctx, bs, value, MaxEdit)
+	var tooLarge *objects.ValueTooLargeError
+	if errors.As(err, &tooLarge) {
+		return nil, fmt.Errorf("%w: %v: a database is edited in memory, whole", ErrTooLarge, err)
+	}
 	if err != nil {
 		return nil, err
 	}
