@@ -122,6 +122,9 @@ func (v *View) RevertRow(ctx context.Context, agent, rev, key, ref string, o Wri
 			if judged.Action == "done" {
 				return false, nil
 			}
+			if cur.IsZero() {
+				return false, badf("revert %s: row %s: %q is not at HEAD (the change removed the whole value): there is no database to put the row back into; revert the value itself", rev, ref, key)
+			}
 			db, err := sqlitedb.Open(ctx, v.R.Blocks, cur)
 			if err != nil {
 				return false, headSQLError(key, err)

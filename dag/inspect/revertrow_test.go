@@ -143,6 +143,17 @@ DELETE FROM notes WHERE rowid=3;`)
 	if g, w := sqlite3Run(t, got, q), sqlite3Run(t, want, q); g != w {
 		t.Fatalf("the reverted database differs from sqlite3's:\n%s\nwant\n%s", clipLines(g), clipLines(w))
 	}
+	// A change that removed the whole value: no database to put a row into.
+	if _, err := v.Delete(ctx, inspecttest.A, "memory.db", inspect.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h1 := head()
+	if _, err := v.RevertRow(ctx, inspecttest.A, "HEAD", "memory.db", "messages:7", inspect.WriteOptions{}); !errors.Is(err, inspect.ErrBadRequest) || !strings.Contains(err.Error(), "not at HEAD") {
+		t.Fatalf("a row of a removed value: %v", err)
+	}
+	if head() != h1 {
+		t.Fatal("a refused revert moved HEAD")
+	}
 	if out := sqlite3Run(t, got, "PRAGMA integrity_check; INSERT INTO notes(notes) VALUES('integrity-check');"); strings.TrimSpace(out) != "ok" {
 		t.Fatalf("integrity: %s", out)
 	}

@@ -12,7 +12,7 @@ import (
 
 func newRevertCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "revert", Usage: "make a commit that undoes a commit's or a task's change to some keys (all it changed by default)", ArgsUsage: "REV [-- KEY...]",
-		Flags:  []cli.Flag{messageFlag(), &cli.StringFlag{Name: "row", Usage: "revert one row TABLE:PK (the rowid, or a JSON array for a composite key) of the SQLite value KEY (default memory.db)"}, &cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "say what would be reverted, write nothing"}, jsonFlag()},
+		Flags:  []cli.Flag{messageFlag(), &cli.StringFlag{Name: "row", Usage: "revert one row `TABLE:PK` (the rowid, or a JSON array for a composite key) of the SQLite value KEY (default memory.db)"}, &cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "say what would be reverted, write nothing"}, jsonFlag()},
 		Action: e.runRevert}
 }
 

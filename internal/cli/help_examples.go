@@ -26,7 +26,7 @@ var examples = map[string][]string{
 	"reset":      {"agentstate reset HEAD~1", "agentstate reset release"},
 	"undo":       {"agentstate undo"},
 	"redo":       {"agentstate redo"},
-	"revert":     {"agentstate revert HEAD", "agentstate revert --dry-run task:t-17", "agentstate revert HEAD~2 -- skills/plan.md"},
+	"revert":     {"agentstate revert HEAD", "agentstate revert --dry-run task:t-17", "agentstate revert HEAD~2 -- skills/plan.md", "agentstate revert --row messages:8 task:t-17 -- memory.db"},
 	"oplog":      {"agentstate oplog -n 10"},
 	"fork":       {"agentstate fork lumen-experiment", "agentstate fork --from HEAD~3 lumen-before"},
 	"agents":     {"agentstate agents", "agentstate agents --json"},
