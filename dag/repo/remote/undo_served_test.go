@@ -19,7 +19,11 @@ import (
 func TestClientUndoBesideAFastServerWriter(t *testing.T) {
 	ctx := context.Background()
 	r, _, c := startServed(t, remote.Options{})
-	putKey(t, r, "lumen", "k", "0")
+	// More operations than the undos below, so that they never reach the
+	// first one however few the writer lands meanwhile.
+	for i := 0; i < 25; i++ {
+		putKey(t, r, "lumen", "k", fmt.Sprint("before-", i))
+	}
 	client := repo.New(c)
 
 	stop := make(chan struct{})
@@ -34,7 +38,7 @@ func TestClientUndoBesideAFastServerWriter(t *testing.T) {
 				return
 			default:
 			}
-			putKey(t, r, "lumen", "k", fmt.Sprint(i))
+			putKey(t, r, "lumen", "k", fmt.Sprint("during-", i))
 			landed.Add(1)
 		}
 	}()
