@@ -182,6 +182,14 @@ type LogOptions struct {
 	// does not show it (the CLI's text log) skips its cost, a lookup per
 	// commit, or hashing the commit's whole tree where none is recorded.
 	NoBundleHash bool
+	// Filters (logfilter.go); a commit is kept when it matches them all.
+	// Rev may be a range A..B (SplitRange): then Exclude is A.
+	Grep    string    // message or task, model, op, source metadata holds it (any case)
+	Since   time.Time // committed at or after (zero: no bound)
+	Until   time.Time // committed at or before (zero: no bound)
+	Task    string    // only commits of this task (metadata "task")
+	Paths   []string  // only commits that changed one of these keys (with Path)
+	Exclude string    // leave out commits reachable from this revision
 }
 
 // resolve resolves rev ("" is HEAD) for agent to a commit.
@@ -271,6 +279,17 @@ func (v *View) Log(ctx context.Context, agent string, o LogOptions) (History, er
 			return History{}, classify(err)
 		}
 	}
+	if err := checkLogFilters(o); err != nil {
+		return History{}, err
+	}
+	if from, to, ok, err := SplitRange(o.Rev); err != nil {
+		return History{}, err
+	} else if ok {
+		if o.Exclude != "" {
+			return History{}, badf("%q is a range and %q excluded too: give one", o.Rev, o.Exclude)
+		}
+		o.Rev, o.Exclude = to, from
+	}
 	for attempt := 1; ; attempt++ {
 		h, err := v.logOnce(ctx, agent, o)
 		if err == nil || attempt == 4 || !errors.Is(err, ErrNotFound) || ctx.Err() != nil {
@@ -296,6 +315,10 @@ func (v *View) logOnce(ctx context.Context, agent string, o LogOptions) (History
 	if cp != nil {
 		out.Forgotten = &Forgotten{Time: cp.Time, Policy: cp.Policy, Ops: cp.ForgottenOps, Commits: cp.ForgottenCommits}
 	}
+	f, err := v.newLogFilter(ctx, agent, o, lo)
+	if err != nil {
+		return History{}, err
+	}
 	for le, err := range dag.LogWith(ctx, v.R.Blocks, start, lo) {
 		if err != nil {
 			return History{}, classify(err)
@@ -303,14 +326,10 @@ func (v *View) logOnce(ctx context.Context, agent string, o LogOptions) (History
 		if o.Limit > 0 && len(out.Commits) >= o.Limit {
 			break
 		}
-		if o.Path != "" {
-			ok, err := dag.EntryTouchesKey(ctx, v.R.Blocks, le, o.Path)
-			if err != nil {
-				return History{}, classify(err)
-			}
-			if !ok {
-				continue
-			}
+		if ok, err := f.keeps(ctx, v, le); err != nil {
+			return History{}, err
+		} else if !ok {
+			continue
 		}
 		c := v.commitNoHash(le.CID, le.Commit)
 		if !o.NoBundleHash {

@@ -17,7 +17,7 @@ import (
 )
 
 func newDiffCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD; no REV: what HEAD changed); task:ID alone: the task's whole change; SQLite values by table", ArgsUsage: "[REV [REV2]] [-- KEY...]",
+	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD; no REV: what HEAD changed; A..B is A B); task:ID alone: the task's whole change; SQLite values by table", ArgsUsage: "[REV [REV2] | A..B] [-- KEY...]",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary (a SQLite value: rows per table)"}, patchFlag(), jsonFlag(), bytesFlag(),
 			&cli.BoolFlag{Name: "sql", Usage: "print SQL that turns each changed SQLite value's old database into the new (as sqldiff)"}},
 		Action: e.diffAction}
@@ -55,6 +55,18 @@ func (e *env) diffAction(c *cli.Context) error {
 func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) error {
 	if len(args) > 2 {
 		return usagef("diff: takes at most 2 revisions, REV [REV2]")
+	}
+	// A range A..B is diff A B, as git reads it.
+	if len(args) == 1 {
+		from, to, ok, err := inspect.SplitRange(args[0])
+		if err != nil {
+			return err
+		}
+		if ok {
+			args = []string{from, to}
+		}
+	} else if len(args) == 2 && (strings.Contains(args[0], "..") || strings.Contains(args[1], "..")) {
+		return usagef("diff: give a range A..B alone, or two revisions")
 	}
 	to := "HEAD"
 	if len(args) == 2 && args[1] != "" {
@@ -127,34 +139,41 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 	case o.Patch:
 		e.printPatch(changes)
 	case o.Stat:
-		var added, removed, modified int
-		for _, ch := range changes {
-			size := func(v objects.CID, n uint64) string {
-				if v.IsZero() {
-					return "-"
-				}
-				return o.out(ctx, out).size(int64(n))
-			}
-			unit := ""
-			if o.Bytes {
-				unit = " bytes"
-			}
-			fmt.Fprintf(out, " %s %s | %s -> %s%s\n", changeLetter[ch.Change], termsafe.Line(ch.Path), size(ch.Old, ch.OldSize), size(ch.New, ch.NewSize), unit)
-			printRowStat(out, ch)
-			switch ch.Change {
-			case objects.Added:
-				added++
-			case objects.Removed:
-				removed++
-			default:
-				modified++
-			}
-		}
-		fmt.Fprintf(out, " %d keys changed: %d added, %d modified, %d removed\n", len(changes), added, modified, removed)
+		printStat(e, changes)
 	default:
 		e.printChanges(changes)
 	}
 	return nil
+}
+
+// printStat prints changes as diff --stat does: a line per key with its
+// sizes (and a SQLite value's rows per table), then a summary.
+func printStat(e *env, changes []inspect.Change) {
+	out := e.stdout
+	var added, removed, modified int
+	for _, ch := range changes {
+		size := func(v objects.CID, n uint64) string {
+			if v.IsZero() {
+				return "-"
+			}
+			return e.size(int64(n))
+		}
+		unit := ""
+		if e.exactBytes {
+			unit = " bytes"
+		}
+		fmt.Fprintf(out, " %s %s | %s -> %s%s\n", changeLetter[ch.Change], termsafe.Line(ch.Path), size(ch.Old, ch.OldSize), size(ch.New, ch.NewSize), unit)
+		printRowStat(out, ch)
+		switch ch.Change {
+		case objects.Added:
+			added++
+		case objects.Removed:
+			removed++
+		default:
+			modified++
+		}
+	}
+	fmt.Fprintf(out, " %d keys changed: %d added, %d modified, %d removed\n", len(changes), added, modified, removed)
 }
 
 // printRowStat prints a SQLite value's change per table under its key's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -14,14 +15,19 @@ import (
 )
 
 func newLogCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "log", Usage: "show history, newest first", ArgsUsage: "[REV]",
+	return &cli.Command{Name: "log", Usage: "show history, newest first (REV may be a range A..B: the commits reachable from B and not from A)", ArgsUsage: "[REV | A..B] [-- KEY...]",
 		Flags: []cli.Flag{&cli.IntFlag{Name: "n", Value: -1, Usage: "show at most `N` commits"},
 			&cli.StringFlag{Name: "path", Usage: "only commits that changed `KEY`"},
 			&cli.BoolFlag{Name: "oneline", Usage: "one line per commit"},
 			&cli.BoolFlag{Name: "tasks", Usage: "one entry per landed task (its commits folded), not per commit"},
 			&cli.BoolFlag{Name: "verify", Usage: "with --tasks: verify each task's receipt"},
 			&cli.StringFlag{Name: "row", Usage: "the history of one row `TABLE:PK` of a SQLite value (the key after --, default memory.db): PK is the primary key's value, a JSON array for a composite key, or the rowid"},
-			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing commits as HEAD moves (a served store; Ctrl-C stops)"}, jsonFlag()},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing commits as HEAD moves (a served store; Ctrl-C stops)"}, jsonFlag(),
+			patchFlag(), &cli.BoolFlag{Name: "stat", Usage: "under each commit, the keys it changed with their sizes"},
+			&cli.StringFlag{Name: "grep", Usage: "only commits whose message or task, model, op or source metadata contains `TEXT` (any case)"},
+			&cli.StringFlag{Name: "since", Usage: "only commits made at or after `DATE`: RFC 3339, YYYY-MM-DD (UTC) or \"N days ago\" (seconds, minutes, hours, days, weeks)"},
+			&cli.StringFlag{Name: "until", Usage: "only commits made at or before `DATE` (as --since)"},
+			&cli.StringFlag{Name: "task", Usage: "only the commits of task `ID`"}},
 		Action: e.logAction}
 }
 
@@ -30,6 +36,10 @@ type logOptions struct {
 	N                     int    // at most N commits; < 0 is all
 	Path                  string // only commits that changed this key
 	Oneline, Follow, JSON bool
+	Patch, Stat           bool     // each commit's changes, as show -p / diff --stat
+	Keys                  []string // only commits that changed one of these (after --)
+	Grep, Task            string
+	Since, Until          time.Time
 	// Served says that other processes can move HEAD (log --follow notes
 	// when none can); Stderr takes that note.
 	Served bool
@@ -37,12 +47,42 @@ type logOptions struct {
 }
 
 func (e *env) logAction(c *cli.Context) error {
+	args := c.Args().Slice()
+	var keys []string
+	// What follows "--" on the command line is keys (log --row reads them
+	// itself).
+	if i := slices.Index(e.args, "--"); i >= 0 && c.String("row") == "" {
+		keys = slices.Clone(e.args[i+1:])
+		args = args[:max(0, len(args)-len(keys))]
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--" })
+	}
 	if c.String("row") == "" {
-		if err := nargs(c, 0, 1); err != nil {
+		if err := checkArgCount(c.Command.Name, c.Command.ArgsUsage, len(args), 0, 1); err != nil {
 			return err
 		}
 	}
-	o := logOptions{N: c.Int("n"), Path: c.String("path"), Oneline: c.Bool("oneline"), Follow: c.Bool("follow"), JSON: c.Bool("json"), Stderr: e.stderr}
+	o := logOptions{N: c.Int("n"), Path: c.String("path"), Oneline: c.Bool("oneline"), Follow: c.Bool("follow"), JSON: c.Bool("json"), Stderr: e.stderr,
+		Patch: c.Bool("patch"), Stat: c.Bool("stat"), Grep: c.String("grep"), Task: c.String("task")}
+	now := time.Now()
+	for _, b := range []struct {
+		flag string
+		to   *time.Time
+	}{{"since", &o.Since}, {"until", &o.Until}} {
+		if s := c.String(b.flag); s != "" {
+			t, err := inspect.ParseWhen(s, now)
+			if err != nil {
+				return usagef("--%s: %v", b.flag, err)
+			}
+			*b.to = t
+		}
+	}
+	filtered := o.Patch || o.Stat || o.Grep != "" || o.Task != "" || !o.Since.IsZero() || !o.Until.IsZero()
+	if filtered && (c.String("row") != "" || c.Bool("tasks") || o.Follow) {
+		return usagef("log -p, --stat, --grep, --since, --until and --task go with a commit log: no --row, --tasks or --follow")
+	}
+	if (o.Patch || o.Stat) && o.JSON {
+		return usagef("log --json gives commits; for each one's changes use show --json or diff --json")
+	}
 	if o.Path != "" {
 		if err := objects.ValidateKey(o.Path); err != nil {
 			return usagef("--path: %v", err)
@@ -87,9 +127,12 @@ func (e *env) logAction(c *cli.Context) error {
 				Oneline: o.Oneline, JSON: o.JSON, Verify: c.Bool("verify")}, e.stdout)
 		})
 	}
+	if o.Keys = keys; o.Follow && len(keys) > 0 {
+		return usagef("log --follow follows one key at most, with --path")
+	}
 	return e.withRepoRead(func(r *repo.Repo) error {
 		o.readOpts, o.Served = e.readOpts(r), e.isServed(r)
-		return runLog(e.ctx, o, c.Args().Slice(), e.stdout)
+		return runLog(e.ctx, o, args, e.stdout)
 	})
 }
 
@@ -111,7 +154,8 @@ func runLog(ctx context.Context, o logOptions, args []string, out io.Writer) err
 	}
 	// The read model walks the log; this renders it. -n 0 prints
 	// nothing, but the revision is still resolved (a bad one fails).
-	lo := inspect.LogOptions{Rev: rev, Path: o.Path, Limit: max(o.N, 0), NoBundleHash: !o.JSON}
+	lo := inspect.LogOptions{Rev: rev, Path: o.Path, Limit: max(o.N, 0), NoBundleHash: !o.JSON,
+		Grep: o.Grep, Since: o.Since, Until: o.Until, Task: o.Task, Paths: o.Keys}
 	if o.N == 0 {
 		lo.Limit = 1
 	}
@@ -131,12 +175,44 @@ func runLog(ctx context.Context, o logOptions, args []string, out io.Writer) err
 	}
 	for i, c := range h.Commits {
 		e.printLogEntry(c, o.Oneline, i+1, decos[c.CID])
+		if o.Patch || o.Stat {
+			if err := e.printLogChanges(ctx, o, c); err != nil {
+				return err
+			}
+		}
 		if len(c.Cut) > 0 {
 			e.printCut(h.Forgotten, o.Oneline)
 		}
 	}
 	if o.Follow {
 		return e.followLog(o.View, o.Served, h.Head, o.Path, o.Oneline, len(h.Commits))
+	}
+	return nil
+}
+
+// printLogChanges prints what a commit of the log changed against its
+// first parent, as show gives it (inspect.View.Show): -p as diff -p, --stat
+// as diff --stat; with keys after --, only those keys.
+func (e *env) printLogChanges(ctx context.Context, o logOptions, c inspect.Commit) error {
+	sh, err := o.View.Show(ctx, o.Agent, c.CID.String(), o.Patch)
+	if err != nil {
+		return err
+	}
+	changes := sh.Changes
+	if keys := append(o.Keys, o.Path); len(o.Keys) > 0 || o.Path != "" {
+		changes = slices.DeleteFunc(changes, func(ch inspect.Change) bool { return !slices.Contains(keys, ch.Path) })
+	}
+	if err := o.View.DiffRows(ctx, changes); err != nil {
+		return err
+	}
+	if !o.Oneline {
+		fmt.Fprintln(e.stdout)
+	}
+	if o.Stat {
+		printStat(e, changes)
+	}
+	if o.Patch {
+		e.printPatch(changes)
 	}
 	return nil
 }

@@ -6,8 +6,10 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/inspect/inspecttest"
@@ -54,6 +56,17 @@ func TestReadCommandsAsFunctions(t *testing.T) {
 		h, err := v.Log(ctx, inspecttest.A, inspect.LogOptions{Rev: rev})
 		return asJSON(h.Commits, err)
 	}
+	// oneline is what log --oneline prints for step i+1 (0-based as
+	// c.Steps) of A's log: its line, then, at a cut, the cut's.
+	oneline := func(i int) string {
+		deco := map[int]string{5: "(HEAD -> lumen) ", 4: "(late-lumen) ", 1: "(tag: keep-me) "}[i]
+		s := fmt.Sprintf("%s %s[step-%d] put memory.md\n", c.Steps[i].Short(), deco, i+1)
+		if i == 4 || i == 1 {
+			s += "~~ history cut here by forget at 2023-11-15 05:13:20 +0000 (--keep-last 2); 4 older operations and 3 commits forgotten in all\n"
+		}
+		return s
+	}
+	stepTime := func(n int) time.Time { return time.Unix(1_700_000_000+3600*int64(n), 0) }
 	rc, err := receipt.Parse(func() []byte {
 		for l, err := range c.R.Tape.Lines(ctx, inspecttest.A) {
 			if err != nil {
@@ -150,6 +163,60 @@ func TestReadCommandsAsFunctions(t *testing.T) {
 		{name: "log of an agent with no commits", run: func(o *bytes.Buffer) error {
 			return runLog(ctx, logOptions{readOpts: readOpts{View: v, Agent: inspecttest.Empty}, N: -1}, nil, o)
 		}, kind: inspect.ErrNotFound, err: inspecttest.Empty},
+		{name: "log A..B is what B reaches and A does not", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Oneline: true}, []string{"keep-me..HEAD"}, o)
+		}, want: oneline(5) + oneline(4)},
+		{name: "log ..keep-me is empty", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Oneline: true}, []string{"HEAD..keep-me"}, o)
+		}, want: ""},
+		{name: "log A...B is refused", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1}, []string{"keep-me...HEAD"}, o)
+		}, err: "A...B is not supported", kind: inspect.ErrBadRequest},
+		{name: "log --since --until", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Oneline: true, Since: stepTime(2), Until: stepTime(5)}, nil, o)
+		}, want: oneline(4) + oneline(1)},
+		{name: "log --since past every commit", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Oneline: true, Since: stepTime(7)}, nil, o)
+		}, want: ""},
+		{name: "log --until before --since", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Since: stepTime(5), Until: stepTime(2)}, nil, o)
+		}, err: "is before since", kind: inspect.ErrBadRequest},
+		{name: "log --task", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Oneline: true, Task: "step-5"}, nil, o)
+		}, want: oneline(4)},
+		{name: "log --grep any case", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Oneline: true, Grep: "STEP-2"}, nil, o)
+		}, want: oneline(1)},
+		{name: "log --grep of 2 KiB", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Grep: strings.Repeat("x", 2048)}, nil, o)
+		}, err: "search text of 2048 bytes", kind: inspect.ErrBadRequest},
+		{name: "log -- KEY", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: 1, Oneline: true, Keys: []string{"nope.md", "memory.md"}}, nil, o)
+		}, want: oneline(5)},
+		{name: "log -- a key no commit changed", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Oneline: true, Keys: []string{"nope.md"}}, nil, o)
+		}, want: ""},
+		{name: "log -- a bad key", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: -1, Keys: []string{"/x"}}, nil, o)
+		}, err: "key", kind: inspect.ErrBadRequest},
+		{name: "log --stat", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: 1, Oneline: true, Stat: true}, nil, o)
+		}, want: oneline(5) + " M memory.md | 7 B -> 7 B\n 1 keys changed: 0 added, 1 modified, 0 removed\n"},
+		{name: "log -p", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: 1, Patch: true}, nil, o)
+		}, has: "+step 6"},
+		{name: "log -p with --path and keys after --: either", run: func(o *bytes.Buffer) error {
+			return runLog(ctx, logOptions{readOpts: ro, N: 1, Oneline: true, Patch: true, Path: "memory.md", Keys: []string{"nope.md"}}, nil, o)
+		}, has: "-step 5"},
+		{name: "diff A..B", run: func(o *bytes.Buffer) error {
+			return runDiff(ctx, diffOptions{readOpts: ro, JSON: true}, []string{"keep-me..HEAD"}, o)
+		}, want: changes("keep-me", "HEAD", false)},
+		{name: "diff ..B is HEAD..B", run: func(o *bytes.Buffer) error {
+			return runDiff(ctx, diffOptions{readOpts: ro, JSON: true}, []string{"..keep-me"}, o)
+		}, want: changes("HEAD", "keep-me", false)},
+		{name: "diff A..B with REV2", run: func(o *bytes.Buffer) error {
+			return runDiff(ctx, diffOptions{readOpts: ro}, []string{"keep-me..HEAD", "HEAD"}, o)
+		}, err: "a range A..B alone"},
 		{name: "receipts --verify --json", run: func(o *bytes.Buffer) error {
 			return runReceipts(ctx, receiptsOptions{readOpts: ro, Verify: true, JSON: true}, nil, o)
 		}, want: receipts()},
