@@ -108,16 +108,25 @@ func (v *View) PlanRevert(ctx context.Context, agent, rev string, keys []string)
 	if err != nil {
 		return RevertPlan{}, err
 	}
-	head, hc, err := v.R.HeadCommit(ctx, agent)
+	head, t, err := v.headTree(ctx, agent)
 	if err != nil {
-		return RevertPlan{}, classify(err)
-	}
-	t, err := objects.LoadTree(ctx, v.R.Blocks, hc.Tree)
-	if err != nil {
-		return RevertPlan{}, classify(err)
+		return RevertPlan{}, err
 	}
 	p.Head = head
 	return p, judgeRevert(ctx, t, &p)
+}
+
+// headTree returns agent's HEAD and its tree.
+func (v *View) headTree(ctx context.Context, agent string) (objects.CID, *objects.Tree, error) {
+	head, hc, err := v.R.HeadCommit(ctx, agent)
+	if err != nil {
+		return objects.CID{}, nil, classify(err)
+	}
+	t, err := objects.LoadTree(ctx, v.R.Blocks, hc.Tree)
+	if err != nil {
+		return objects.CID{}, nil, classify(err)
+	}
+	return head, t, nil
 }
 
 // Revert makes one commit on agent's HEAD (by compare-and-swap, as every

@@ -66,13 +66,9 @@ func (v *View) PlanRevertRow(ctx context.Context, agent, rev, key, ref string) (
 	if err != nil {
 		return RevertRowPlan{}, err
 	}
-	head, hc, err := v.R.HeadCommit(ctx, agent)
+	head, t, err := v.headTree(ctx, agent)
 	if err != nil {
-		return RevertRowPlan{}, classify(err)
-	}
-	t, err := objects.LoadTree(ctx, v.R.Blocks, hc.Tree)
-	if err != nil {
-		return RevertRowPlan{}, classify(err)
+		return RevertRowPlan{}, err
 	}
 	p.Head = head
 	_, err = v.judgeRevertRow(ctx, t, &p)
