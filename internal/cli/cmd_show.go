@@ -53,6 +53,14 @@ func runShow(ctx context.Context, o showOptions, args []string, out io.Writer) e
 		}
 		hasKey = true
 	}
+	if hasKey && o.JSON {
+		// The read model's Value, as 'get --json' gives it.
+		v, err := o.View.Get(ctx, o.Agent, rev, key, -1)
+		if err != nil {
+			return err
+		}
+		return o.out(ctx, out).writeJSON(v)
+	}
 	if hasKey {
 		_, rd, err := o.View.Open(ctx, o.Agent, rev, key)
 		if err != nil {
