@@ -22,7 +22,8 @@ import (
 )
 
 // DefaultAgent is the agent commands act on when neither --agent nor
-// AGENTSTATE_AGENT names one.
+// AGENTSTATE_AGENT names one, the store's config.json names none (agentstate
+// use) and the store has not exactly one agent.
 const DefaultAgent = "main"
 
 // usageError marks a command-line mistake (exit code 2).
@@ -40,10 +41,13 @@ type env struct {
 	storeFlag      string
 	remoteFlag     string
 	agent          string
-	atFlag         string // __complete: the --at of the line it completes
-	exactBytes     bool   // --bytes: sizes as exact byte counts
-	color          bool
-	tty            bool
+	// agentFrom says where agent came from (agentFromFlag...); "" until
+	// decided (see agentFromConfig, agentFromStore).
+	agentFrom  string
+	atFlag     string // __complete: the --at of the line it completes
+	exactBytes bool   // --bytes: sizes as exact byte counts
+	color      bool
+	tty        bool
 	// dir is the working directory relative paths are taken from, and
 	// getenv reads the environment: the process's own, or a served client's.
 	dir    string
@@ -121,6 +125,9 @@ func (e *env) main(args []string) int {
 	err := app.RunContext(e.ctx, args)
 	parseMu.Unlock()
 	if err == nil && e.action != nil {
+		err = e.agentFromConfig()
+	}
+	if err == nil && e.action != nil {
 		err = e.action()
 	}
 	if err == nil {
@@ -190,8 +197,16 @@ func newApp(e *env, args []string) *cli.App {
 		OnUsageError:   onUsageError,
 		Flags:          globalFlags(e),
 		Before: func(c *cli.Context) error {
+			chosen := c.IsSet("agent")
+			if e.agent == "" && !flagGiven([]string{"agent"}, e.args) {
+				// AGENTSTATE_AGENT set empty names no agent.
+				e.agent, chosen = DefaultAgent, false
+			}
 			if err := refs.ValidateAgent(e.agent); err != nil {
 				return usagef("--agent: %v", err)
+			}
+			if chosen {
+				e.agentFrom = agentFromFlag
 			}
 			return nil
 		},

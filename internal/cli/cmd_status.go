@@ -38,6 +38,11 @@ type statusJSON struct {
 	Exec    bool        `json:"exec,omitempty"`
 	Note    string      `json:"note,omitempty"`
 	Agents  []agentJSON `json:"agents"`
+	// Agent is the agent commands act on here when none is named, and
+	// AgentFrom where it comes from: "flag" (--agent, AGENTSTATE_AGENT),
+	// "use" (agentstate use), "only" (the store's only agent), "default".
+	Agent     string `json:"agent"`
+	AgentFrom string `json:"agentFrom"`
 }
 
 func (e *env) runStatus(c *cli.Context) error {
@@ -78,6 +83,10 @@ func (e *env) runStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	out.Agent, out.AgentFrom = e.agent, e.agentFrom
+	if out.AgentFrom == "" {
+		out.AgentFrom = agentFromDefault
+	}
 	if c.Bool("json") {
 		return e.writeJSON(out)
 	}
@@ -98,6 +107,7 @@ func (e *env) runStatus(c *cli.Context) error {
 	if out.Note != "" {
 		fmt.Fprintf(e.stdout, "note     %s\n", out.Note)
 	}
+	fmt.Fprintf(e.stdout, "agent    %s (%s)\n", termsafe.Line(out.Agent), agentFromText[out.AgentFrom])
 	fmt.Fprintf(e.stdout, "agents   %d\n", len(out.Agents))
 	for _, a := range out.Agents {
 		fmt.Fprintf(e.stdout, "  %-20s %s  (%d operations)\n", termsafe.Line(a.Agent), a.Head.Short(), a.Operations)

@@ -58,6 +58,7 @@ func init() {
 		{"snapshots", newSnapshotsCommand},
 		{"serve", newServeCommand},
 		{"status", newStatusCommand},
+		{"use", newUseCommand},
 		{"help", newHelpCommand},
 		{"version", newVersionCommand},
 		{"completion", newCompletionCommand},

@@ -14,6 +14,7 @@ const ConfigFile = "config.json"
 // Config is the store's config.json. Precedence, highest first: command-line
 // flag, environment variable, config.json, built-in default.
 type Config struct {
+	Agent      string `json:"agent,omitempty"`      // the agent commands act on when none is named (agentstate use)
 	Key        string `json:"key,omitempty"`        // key file path (AGENTSTATE_KEY)
 	BlobDir    string `json:"blobDir,omitempty"`    // local blob directory (AGENTSTATE_BLOB_DIR); default <store>/blobs
 	PointerDir string `json:"pointerDir,omitempty"` // pointer files (AGENTSTATE_POINTER_DIR); default <store>/pointers

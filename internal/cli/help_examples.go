@@ -52,6 +52,7 @@ var examples = map[string][]string{
 	"restore":    {"agentstate restore --key snapshot.key", "agentstate restore --blob BLOB_ID --key snapshot.key"},
 	"snapshots":  {"agentstate snapshots", "agentstate snapshots --json"},
 	"serve":      {"agentstate serve", "agentstate serve --listen 127.0.0.1:7070 --token-file tokens.txt"},
+	"use":        {"agentstate use lumen", "agentstate use"},
 	"status":     {"agentstate status", "agentstate status --json"},
 	"help":       {"agentstate help", "agentstate help log", "agentstate help trust add"},
 	"version":    {"agentstate version", "agentstate --version"},

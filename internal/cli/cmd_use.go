@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/internal/termsafe"
+	"github.com/agentstate/agentstate/refs"
+	"github.com/urfave/cli/v2"
+)
+
+// Where the agent a command acts on came from (env.agentFrom).
+const (
+	agentFromFlag    = "flag"    // --agent or AGENTSTATE_AGENT
+	agentFromUse     = "use"     // the store's config.json, set by 'agentstate use'
+	agentFromOnly    = "only"    // the store's only agent
+	agentFromDefault = "default" // DefaultAgent
+)
+
+func newUseCommand(e *env) *cli.Command {
+	return &cli.Command{Name: "use", Usage: "set the agent commands act on in this store when none is named (no AGENT: print it)", ArgsUsage: "[AGENT]",
+		Action: e.useAction}
+}
+
+func (e *env) useAction(c *cli.Context) error {
+	if err := nargs(c, 0, 1); err != nil {
+		return err
+	}
+	if c.NArg() == 0 {
+		return e.withRepoRead(func(r *repo.Repo) error {
+			fmt.Fprintf(e.stdout, "%s (%s)\n", termsafe.Line(e.agent), agentFromText[e.agentFrom])
+			return nil
+		})
+	}
+	name := c.Args().First()
+	if err := refs.ValidateAgent(name); err != nil {
+		return usagef("use: %v", err)
+	}
+	return e.withRepoRead(func(r *repo.Repo) error {
+		if r.Dir == "" {
+			return errors.New("use records the agent in the store's config.json, which a store reached with --remote does not share; name the agent with --agent or AGENTSTATE_AGENT")
+		}
+		// Only an agent the store has: a typo gets the names close to it
+		// (withRepoMode) and changes nothing.
+		if _, err := r.Refs.Head(e.ctx, name); err != nil {
+			return err
+		}
+		if err := setConfigAgent(r.Dir, name); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "commands in %s now act on %s when no agent is named\n", r.Dir, termsafe.Line(name))
+		if v := e.getenv("AGENTSTATE_AGENT"); v != "" {
+			fmt.Fprintf(e.stderr, "note: AGENTSTATE_AGENT=%s is set and still wins over it\n", termsafe.Line(v))
+		}
+		return nil
+	})
+}
+
+var agentFromText = map[string]string{
+	agentFromFlag:    "named by --agent or AGENTSTATE_AGENT",
+	agentFromUse:     "set by 'agentstate use'",
+	agentFromOnly:    "the store's only agent",
+	agentFromDefault: "the default",
+	"":               "the default",
+}
+
+// configAgent returns the agent config.json in the store at dir names
+// ("" for none). A name that is not a valid agent name is an error.
+func configAgent(dir string) (string, error) {
+	cfg, err := loadConfig(dir)
+	if err != nil || cfg.Agent == "" {
+		return "", err
+	}
+	if err := refs.ValidateAgent(cfg.Agent); err != nil {
+		return "", fmt.Errorf("%s: agent %q: %w", filepath.Join(dir, ConfigFile), cfg.Agent, err)
+	}
+	return cfg.Agent, nil
+}
+
+// setConfigAgent records name as the store's agent in its config.json,
+// keeping every other setting as written; the file is replaced whole
+// (written beside it, then renamed), never left half-written.
+func setConfigAgent(dir, name string) error {
+	p := filepath.Join(dir, ConfigFile)
+	fields := map[string]json.RawMessage{}
+	mode := os.FileMode(0o600)
+	data, err := os.ReadFile(p)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &fields); err != nil {
+			return fmt.Errorf("%s: %w (nothing was changed)", p, err)
+		}
+		if fi, err := os.Stat(p); err == nil {
+			mode = fi.Mode().Perm()
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	fields["agent"], _ = json.Marshal(name)
+	out, err := json.MarshalIndent(fields, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".config-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(out, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+// agentFromConfig makes the agent config.json names the one the command
+// acts on, when none was named; it reads only the file, before the store
+// is opened, so every command sees it.
+func (e *env) agentFromConfig() error {
+	if e.agentFrom != "" || (e.remoteFlag != "" && e.served == nil) {
+		return nil
+	}
+	dir, err := e.storeDir()
+	if err != nil {
+		return nil // no store: the command reports it, or needs none
+	}
+	name, err := configAgent(dir)
+	if err != nil {
+		return err
+	}
+	if name != "" {
+		e.agent, e.agentFrom = name, agentFromUse
+	}
+	return nil
+}
+
+// agentFromStore makes the store's only agent the one the command acts on,
+// when none was named and config.json names none; else it is DefaultAgent.
+func (e *env) agentFromStore(r *repo.Repo) {
+	if e.agentFrom != "" {
+		return
+	}
+	e.agentFrom = agentFromDefault
+	heads, err := r.Refs.Agents(e.ctx)
+	if err == nil && len(heads) == 1 {
+		e.agent, e.agentFrom = heads[0].Agent, agentFromOnly
+	}
+}
