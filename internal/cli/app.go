@@ -43,7 +43,12 @@ type env struct {
 	agent          string
 	// agentFrom says where agent came from (agentFromFlag...); "" until
 	// decided (see agentFromConfig, agentFromStore).
-	agentFrom  string
+	agentFrom string
+	// noPager: --no-pager; command: the command's name (pagedCommands);
+	// paged: stdout is the pager's input (see paging).
+	noPager    bool
+	command    string
+	paged      bool
 	atFlag     string // __complete: the --at of the line it completes
 	exactBytes bool   // --bytes: sizes as exact byte counts
 	color      bool
@@ -128,7 +133,7 @@ func (e *env) main(args []string) int {
 		err = e.agentFromConfig()
 	}
 	if err == nil && e.action != nil {
-		err = e.action()
+		err = e.paging(e.action)
 	}
 	if err == nil {
 		return 0
@@ -154,20 +159,24 @@ func globalFlags(e *env) []cli.Flag {
 		&cli.StringFlag{Name: "store", Usage: "store `DIR` (default: nearest .agentstate walking up)", EnvVars: []string{"AGENTSTATE_STORE"}, Destination: &e.storeFlag},
 		&cli.StringFlag{Name: "remote", Usage: "a served store's TCP address `HOST:PORT`; the token in AGENTSTATE_TOKEN", EnvVars: []string{"AGENTSTATE_REMOTE"}, Destination: &e.remoteFlag},
 		&cli.StringFlag{Name: "agent", Usage: "`AGENT` to act on", Value: DefaultAgent, EnvVars: []string{"AGENTSTATE_AGENT"}, Destination: &e.agent},
+		&cli.BoolFlag{Name: "no-pager", Usage: "print long output straight to the terminal (else through AGENTSTATE_PAGER, PAGER or " + DefaultPager + ")", Destination: &e.noPager},
 	}
 }
 
-// globalFlagNames are the global flags' names; every one takes a value.
+// globalFlagNames are the names of the global flags that take a value.
 var globalFlagNames = func() []string {
 	var out []string
 	for _, f := range globalFlags(&env{}) {
-		out = append(out, f.Names()...)
+		if tv, ok := f.(interface{ TakesValue() bool }); ok && tv.TakesValue() {
+			out = append(out, f.Names()...)
+		}
 	}
 	return out
 }()
 
 // commandIndex returns the index in args of the command's name: the first
 // argument that is not a global flag or its value (len(args) when none).
+// (A global flag that takes no value is given alone, or as --flag=false.)
 func commandIndex(args []string) int {
 	i := 1
 	for i < len(args) {
@@ -250,8 +259,10 @@ func newApp(e *env, args []string) *cli.App {
 // deferAction makes c's action (and its subcommands') record itself as
 // the action to run after parsing (see env.main).
 func deferAction(e *env, c *cli.Command) {
+	name := c.Name
 	if act := c.Action; act != nil {
 		c.Action = func(c *cli.Context) error {
+			e.command = name
 			e.exactBytes = c.Bool("bytes")
 			e.action = func() error { return act(c) }
 			return nil

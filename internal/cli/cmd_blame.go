@@ -69,7 +69,7 @@ func runBlame(ctx context.Context, o blameOptions, args []string, out io.Writer)
 		if task == "" {
 			task = "-"
 		}
-		if _, err := fmt.Fprintf(out, "%s%s (%-*s %s %*d) %s\n", mark, l.Commit.Short(), tw, task, fmtTime(l.Time), nw, l.Line, l.Text); err != nil {
+		if _, err := fmt.Fprintf(out, "%s%s (%-*s %s %*d) %s\n", mark, l.Commit.Short(), tw, task, fmtTime(l.Time), nw, l.Line, o.out(ctx, out).valueLine(l.Text)); err != nil {
 			return err
 		}
 	}

@@ -26,17 +26,18 @@ type readOpts struct {
 	Agent string
 	Color bool
 	Bytes bool // sizes as exact byte counts (--bytes), not for people
+	Paged bool // the output goes to a pager (env.valueLine)
 }
 
 // readOpts returns the read options of r for this command line.
 func (e *env) readOpts(r *repo.Repo) readOpts {
-	return readOpts{View: inspect.New(r), Agent: e.agent, Color: e.color, Bytes: e.exactBytes}
+	return readOpts{View: inspect.New(r), Agent: e.agent, Color: e.color, Bytes: e.exactBytes, Paged: e.paged}
 }
 
 // out returns an env that writes to w as o says: the printing helpers of
 // the text and JSON forms.
 func (o readOpts) out(ctx context.Context, w io.Writer) *env {
-	return &env{ctx: ctx, stdout: w, agent: o.Agent, color: o.Color, exactBytes: o.Bytes}
+	return &env{ctx: ctx, stdout: w, agent: o.Agent, color: o.Color, exactBytes: o.Bytes, paged: o.Paged}
 }
 
 var changeLetter = map[objects.ChangeKind]string{objects.Added: "A", objects.Removed: "D", objects.Modified: "M"}
@@ -75,6 +76,8 @@ func (e *env) printPatch(changes []inspect.Change) {
 			inHunks = inHunks || strings.HasPrefix(line, "@@")
 			if !inHunks {
 				line = termsafe.Line(line)
+			} else {
+				line = e.valueLine(line)
 			}
 			switch {
 			case strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++"):
