@@ -125,3 +125,26 @@ func TestParseWhen(t *testing.T) {
 		}
 	}
 }
+
+// The cost of a range over a long history: A..B walks what A reaches once
+// (here HEAD~10..HEAD over 10,000 commits), and a filter walks the whole log.
+func BenchmarkLogRange10k(b *testing.B) {
+	ctx := context.Background()
+	v := longHistory(b, 10_000)
+	for _, c := range []struct {
+		name string
+		o    inspect.LogOptions
+	}{
+		{"range", inspect.LogOptions{Rev: "HEAD~10..HEAD", NoBundleHash: true}},
+		{"grep", inspect.LogOptions{Grep: "no such text", NoBundleHash: true}},
+		{"since", inspect.LogOptions{Since: time.Unix(1_700_000_000+9_990, 0), NoBundleHash: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := v.Log(ctx, "lumen", c.o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
