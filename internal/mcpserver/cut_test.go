@@ -50,6 +50,10 @@ func TestCutHistory(t *testing.T) {
 		t.Fatalf("log's forgotten %v", out["forgotten"])
 	}
 	mustOK(t, cs, "log", map[string]any{"path": "memory.md", "limit": 10})
+	// A range, as the CLI's: what HEAD reaches and the tag does not.
+	if cs := mustOK(t, cs, "log", map[string]any{"rev": "keep-me..HEAD"})["commits"].([]any); len(cs) != 2 || cs[1].(map[string]any)["cid"] != s[4].String() {
+		t.Fatalf("log keep-me..HEAD: %v", cs)
+	}
 	if cuts := cutsOf(mustOK(t, cs, "log", map[string]any{"agent": inspecttest.Fork})); len(cuts) != 3 || cuts[0] != nil || cuts[1] != nil || cuts[2] != nil {
 		t.Fatalf("the fork's log marks a cut: %v", cuts)
 	}
