@@ -17,7 +17,7 @@ var examples = map[string][]string{
 	"get":        {"agentstate get skills/plan.md", "agentstate get skills/plan.md --at HEAD~2 > old-plan.md"},
 	"rm":         {"agentstate rm notes/old.md -m 'drop old notes'"},
 	"ls":         {"agentstate ls", "agentstate ls -l skills/", "agentstate ls --at release --json"},
-	"log":        {"agentstate log -n 5 --oneline", "agentstate log HEAD~3 --path skills/plan.md", "agentstate log --tasks --agent lumen", "agentstate log release..HEAD --stat", "agentstate log -p --grep retry --since '2 days ago' -- skills/plan.md", "agentstate log --task t-17 --until 2026-11-20"},
+	"log":        {"agentstate log -n 5 --oneline", "agentstate log HEAD~3 --path skills/plan.md", "agentstate log --tasks --agent lumen", "agentstate log release..HEAD --stat", "agentstate log -p --grep retry --since '2 days ago' -- skills/plan.md", "agentstate log --task t-17 --until 2026-11-20", "agentstate --no-pager log -p"},
 	"show":       {"agentstate show HEAD", "agentstate show -p HEAD~1", "agentstate show HEAD:skills/plan.md", "agentstate show task:t-17"},
 	"diff":       {"agentstate diff HEAD~1", "agentstate diff release HEAD -p", "agentstate diff HEAD~5 HEAD -- skills/plan.md", "agentstate diff release..HEAD --stat"},
 	"blame":      {"agentstate blame skills/plan.md", "agentstate blame HEAD~2:skills/plan.md --json"},
