@@ -46,13 +46,16 @@ type env struct {
 	agentFrom string
 	// noPager: --no-pager; command: the command's name (pagedCommands);
 	// paged: stdout is the pager's input (see paging).
-	noPager    bool
-	command    string
-	paged      bool
-	atFlag     string // __complete: the --at of the line it completes
-	exactBytes bool   // --bytes: sizes as exact byte counts
-	color      bool
-	tty        bool
+	noPager bool
+	command string
+	paged   bool
+	// storeAgents: the store's agents when none was named and the store
+	// has several (agentFromStore), for the error that lists them.
+	storeAgents []string
+	atFlag      string // __complete: the --at of the line it completes
+	exactBytes  bool   // --bytes: sizes as exact byte counts
+	color       bool
+	tty         bool
 	// dir is the working directory relative paths are taken from, and
 	// getenv reads the environment: the process's own, or a served client's.
 	dir    string

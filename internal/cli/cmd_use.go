@@ -159,5 +159,32 @@ func (e *env) agentFromStore(r *repo.Repo) {
 	heads, err := r.Refs.Agents(e.ctx)
 	if err == nil && len(heads) == 1 {
 		e.agent, e.agentFrom = heads[0].Agent, agentFromOnly
+		return
 	}
+	for _, h := range heads {
+		e.storeAgents = append(e.storeAgents, h.Agent)
+	}
+}
+
+// noAgentNamedError is the default agent's not existing in a store that
+// has other agents, none of them named: the agents to choose from.
+type noAgentNamedError struct {
+	err    error
+	agents []string
+}
+
+func (e *noAgentNamedError) Error() string {
+	return fmt.Sprintf("no agent named, and this store has no agent %q; its agents: %s", DefaultAgent, quoteNames(e.agents))
+}
+
+func (e *noAgentNamedError) Unwrap() error { return e.err }
+
+// unnamed turns the default agent's not existing into a
+// noAgentNamedError when the store has other agents.
+func (e *env) unnamed(err error) error {
+	var na *refs.NoAgentError
+	if e.agentFrom != agentFromDefault || len(e.storeAgents) == 0 || !errors.As(err, &na) || na.Agent != e.agent {
+		return err
+	}
+	return &noAgentNamedError{err, e.storeAgents}
 }

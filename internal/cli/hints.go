@@ -46,6 +46,8 @@ func hint(err error) string {
 		return "raise --timeout, or narrow the query"
 	case errors.Is(err, sqlitedb.ErrTooLarge):
 		return "add LIMIT, or select fewer columns"
+	case errors.As(err, new(*noAgentNamedError)):
+		return "name one with --agent AGENT or AGENTSTATE_AGENT, or set one for this store with 'agentstate use AGENT'"
 	case errors.Is(err, refs.ErrNoAgent):
 		return "list agents with 'agentstate agents'; create one with 'commit', 'put' or 'fork'"
 	case errors.As(err, &unbound):

@@ -101,7 +101,7 @@ func (e *env) withRepoMode(readOnly bool, fn0 func(r *repo.Repo) error) error {
 	// A name not found gets the names close to it while the store is open.
 	fn := func(r *repo.Repo) error {
 		e.agentFromStore(r)
-		err := fn0(r)
+		err := e.unnamed(fn0(r))
 		if err != nil {
 			if near := inspect.New(r).Near(e.ctx, e.agent, err); len(near) > 0 {
 				err = &nearError{err, near}
