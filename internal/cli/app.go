@@ -266,6 +266,8 @@ func deferAction(e *env, c *cli.Command) {
 	if act := c.Action; act != nil {
 		c.Action = func(c *cli.Context) error {
 			e.command = name
+			// Output that follows HEAD until Ctrl-C is not paged.
+			e.noPager = e.noPager || c.Bool("follow")
 			e.exactBytes = c.Bool("bytes")
 			e.action = func() error { return act(c) }
 			return nil
