@@ -49,6 +49,9 @@ type env struct {
 	noPager bool
 	command string
 	paged   bool
+	// debug: --debug; a failure also prints the error as the library
+	// wrote it, with the chain of wrapped causes.
+	debug bool
 	// storeAgents: the store's agents when none was named and the store
 	// has several (agentFromStore), for the error that lists them.
 	storeAgents []string
@@ -144,12 +147,37 @@ func (e *env) main(args []string) int {
 	msg := forPeople(withHint(err))
 	msg = strings.TrimPrefix(msg, "agentstate: ")
 	fmt.Fprintf(stderr, "agentstate: %s\n", termsafe.Line(oneLine(msg)))
+	if e.debug {
+		printCauses(stderr, err)
+	}
 	var ue *usageError
 	var ec cli.ExitCoder // only help raises these ("No help topic for ...")
 	if errors.As(err, &ue) || errors.As(err, &ec) {
 		return 2
 	}
 	return 1
+}
+
+// printCauses prints err as its packages wrote it (package prefixes kept)
+// and each error it wraps, depth first, with its Go type: what --debug
+// adds to a failure.
+func printCauses(w io.Writer, err error) {
+	var walk func(err error, depth int)
+	walk = func(err error, depth int) {
+		if err == nil || depth > 32 {
+			return
+		}
+		fmt.Fprintf(w, "agentstate: debug: %s%T: %s\n", strings.Repeat("  ", depth), err, termsafe.Line(oneLine(err.Error())))
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap(), depth+1)
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e, depth+1)
+			}
+		}
+	}
+	walk(err, 0)
 }
 
 func oneLine(s string) string {
@@ -162,6 +190,7 @@ func globalFlags(e *env) []cli.Flag {
 		&cli.StringFlag{Name: "store", Usage: "store `DIR` (default: nearest .agentstate walking up)", EnvVars: []string{"AGENTSTATE_STORE"}, Destination: &e.storeFlag},
 		&cli.StringFlag{Name: "remote", Usage: "a served store's TCP address `HOST:PORT`; the token in AGENTSTATE_TOKEN", EnvVars: []string{"AGENTSTATE_REMOTE"}, Destination: &e.remoteFlag},
 		&cli.StringFlag{Name: "agent", Usage: "`AGENT` to act on", Value: DefaultAgent, EnvVars: []string{"AGENTSTATE_AGENT"}, Destination: &e.agent},
+		&cli.BoolFlag{Name: "debug", Usage: "on a failure, also print the error as the library wrote it and the chain of causes it wraps", EnvVars: []string{"AGENTSTATE_DEBUG"}, Destination: &e.debug},
 		&cli.BoolFlag{Name: "no-pager", Usage: "print long output straight to the terminal (else through AGENTSTATE_PAGER, PAGER or " + DefaultPager + ")", Destination: &e.noPager},
 	}
 }
