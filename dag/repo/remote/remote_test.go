@@ -179,6 +179,7 @@ func TestTokens(t *testing.T) {
 	ctx := context.Background()
 	local, addr := tcp(t, nil)
 	put(t, local, "lumen", "a", "1")
+	put(t, local, "lumen", "a", "2") // something an undo could take back
 	for _, tok := range []string{"", "wrong-token-0123456789"} {
 		c, err := remote.Dial(ctx, addr, remote.DialOptions{Token: tok})
 		if err != nil {
@@ -205,6 +206,8 @@ func TestTokens(t *testing.T) {
 		"DeleteMeta":  ro.DeleteMetaPrefix(ctx, ""),
 		"SwapHead":    ro.SwapHead(ctx, "lumen", before, 2, []byte("{}"), []byte("{}")),
 		"AppendLines": func() error { _, err := ro.AppendLines(ctx, "lumen", [][]byte{[]byte("{}")}); return err }(),
+		"Undo":        func() error { _, err := repo.New(ro).Undo(ctx, "lumen"); return err }(),
+		"Redo":        func() error { _, err := repo.New(ro).Redo(ctx, "lumen"); return err }(),
 	} {
 		if !errors.Is(err, remote.ErrReadOnly) {
 			t.Errorf("%s with a read-only token: %v, want ErrReadOnly", name, err)
