@@ -7,6 +7,7 @@ import (
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
+	"github.com/agentstate/agentstate/objects"
 	"github.com/urfave/cli/v2"
 )
 
@@ -38,61 +39,32 @@ func (e *env) runRevert(c *cli.Context) error {
 		}
 		return e.runRevertRow(c, rev, key, row)
 	}
-	// The read model's write holds the write gate itself.
-	e.gatesOwnWrites = true
-	with := e.withRepo
-	if c.Bool("dry-run") {
-		with = e.withRepoRead
-	}
-	return with(func(r *repo.Repo) error {
-		v := inspect.New(r)
+	return e.revertWith(c, func(v *inspect.View, dry bool) (any, objects.CID, func(), error) {
 		var p inspect.RevertPlan
 		var err error
-		if c.Bool("dry-run") {
+		if dry {
 			p, err = v.PlanRevert(e.ctx, e.agent, rev, keys)
 		} else {
 			p, err = v.Revert(e.ctx, e.agent, rev, keys, inspect.WriteOptions{Message: c.String("message")})
 		}
-		if errors.Is(err, inspect.ErrNoChange) {
-			fmt.Fprintf(e.stderr, "nothing to revert: %v; HEAD of %s stays\n", err, e.agent)
-			err = nil
-		}
-		if err != nil {
-			return err
-		}
-		if c.Bool("json") {
-			return e.writeJSON(p)
-		}
-		for _, k := range p.Keys {
-			fmt.Fprintf(e.stdout, "%-8s %s\n", k.Action, termsafe.Line(k.Key))
-		}
-		if c.Bool("dry-run") {
-			if cs := p.Conflicts(); len(cs) > 0 {
+		return p, p.New, func() {
+			for _, k := range p.Keys {
+				fmt.Fprintf(e.stdout, "%-8s %s\n", k.Action, termsafe.Line(k.Key))
+			}
+			if cs := p.Conflicts(); dry && len(cs) > 0 {
 				fmt.Fprintf(e.stderr, "a revert would be refused: later commits changed %d of these keys too\n", len(cs))
 			}
-			fmt.Fprintln(e.stderr, "dry run: nothing written")
-			return nil
-		}
-		if !p.New.IsZero() {
-			fmt.Fprintln(e.stdout, p.New)
-		}
-		return nil
+		}, err
 	})
 }
 
 // runRevertRow renders the read model's row revert (inspect.View.RevertRow,
 // or PlanRevertRow with --dry-run): --json is its inspect.RevertRowPlan.
 func (e *env) runRevertRow(c *cli.Context, rev, key, row string) error {
-	e.gatesOwnWrites = true
-	with := e.withRepo
-	if c.Bool("dry-run") {
-		with = e.withRepoRead
-	}
-	return with(func(r *repo.Repo) error {
-		v := inspect.New(r)
+	return e.revertWith(c, func(v *inspect.View, dry bool) (any, objects.CID, func(), error) {
 		var p inspect.RevertRowPlan
 		var err error
-		if c.Bool("dry-run") {
+		if dry {
 			p, err = v.PlanRevertRow(e.ctx, e.agent, rev, key, row)
 			if errors.Is(err, inspect.ErrRevertConflict) {
 				fmt.Fprintf(e.stderr, "a revert would be refused: %v\n", err)
@@ -101,6 +73,24 @@ func (e *env) runRevertRow(c *cli.Context, rev, key, row string) error {
 		} else {
 			p, err = v.RevertRow(e.ctx, e.agent, rev, key, row, inspect.WriteOptions{Message: c.String("message")})
 		}
+		return p, p.New, func() {
+			fmt.Fprintf(e.stdout, "%-8s row %s of %s\n", p.Action, termsafe.Line(row), termsafe.Line(key))
+		}, err
+	})
+}
+
+// revertWith runs a revert through the read model (or, with --dry-run,
+// only its plan) and renders it: --json is the plan; else print's lines,
+// then the new commit. The read model's write holds the write gate itself.
+func (e *env) revertWith(c *cli.Context, run func(v *inspect.View, dry bool) (plan any, written objects.CID, print func(), err error)) error {
+	dry := c.Bool("dry-run")
+	e.gatesOwnWrites = true
+	with := e.withRepo
+	if dry {
+		with = e.withRepoRead
+	}
+	return with(func(r *repo.Repo) error {
+		p, written, print, err := run(inspect.New(r), dry)
 		if errors.Is(err, inspect.ErrNoChange) {
 			fmt.Fprintf(e.stderr, "nothing to revert: %v; HEAD of %s stays\n", err, e.agent)
 			err = nil
@@ -111,13 +101,13 @@ func (e *env) runRevertRow(c *cli.Context, rev, key, row string) error {
 		if c.Bool("json") {
 			return e.writeJSON(p)
 		}
-		fmt.Fprintf(e.stdout, "%-8s row %s of %s\n", p.Action, termsafe.Line(row), termsafe.Line(key))
-		if c.Bool("dry-run") {
+		print()
+		if dry {
 			fmt.Fprintln(e.stderr, "dry run: nothing written")
 			return nil
 		}
-		if !p.New.IsZero() {
-			fmt.Fprintln(e.stdout, p.New)
+		if !written.IsZero() {
+			fmt.Fprintln(e.stdout, written)
 		}
 		return nil
 	})
