@@ -265,6 +265,13 @@ func TestHistoryPagesInChromium(t *testing.T) {
 	if len(msgs) != 23 || msgs[0] != "step 220" || msgs[22] != "step 000" {
 		t.Fatalf("search by key deep/: %d commits %q", len(msgs), msgs)
 	}
+	// The commits found are not each other's parents: the graph keeps them
+	// in one lane instead of opening a lane for each parent not shown.
+	var widest float64
+	must("search by key: graph width", chromedp.Evaluate(`Math.max(...[...document.querySelectorAll('#history td.lane svg')].map(s => s.getBoundingClientRect().width))`, &widest))
+	if widest > 40 {
+		t.Fatalf("search by key deep/: the graph is %.0f px wide for commits in one line", widest)
+	}
 	must("search by text", goTo("/#/a/lumen/history?grep=slow"), chromedp.Poll(`document.querySelectorAll('#history a.msg').length === 2 && document.querySelector('#grep').value === 'slow'`, nil),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit td.meta:not(.when)')].map(td => td.textContent)`, &msgs))
 	if len(msgs) != 2 || !strings.Contains(msgs[0], "task=slow") || !strings.Contains(msgs[1], "task=slow") {

@@ -60,16 +60,20 @@ function cutText(f) {
 }
 
 // lanes assigns each commit of a log (newest first) a column, and returns
-// for every commit its lane and the lanes of its parents' lines.
+// for every commit its lane and the lanes of its parents' lines. Only a
+// parent in the list keeps a lane: a filtered list (a search, a key's
+// history) or a page's last rows would otherwise open a lane for every
+// parent not shown, and push the rows sideways.
 function lanes(commits) {
   const active = []; // lane -> cid expected next in that lane
   const out = [];
+  const shown = new Set(commits.map(c => c.cid));
   for (const c of commits) {
     let lane = active.indexOf(c.cid);
     if (lane < 0) { lane = active.indexOf(null); if (lane < 0) { lane = active.length; active.push(null); } }
     for (let i = 0; i < active.length; i++) if (i !== lane && active[i] === c.cid) active[i] = null;
     const parentLanes = [];
-    const parents = kept(c);
+    const parents = kept(c).filter(p => shown.has(p));
     parents.forEach((p, i) => {
       if (i === 0) { active[lane] = p; parentLanes.push(lane); return; }
       let l = active.indexOf(p);
