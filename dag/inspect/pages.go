@@ -27,7 +27,7 @@ const (
 
 // LogPageOptions select one page of a history.
 type LogPageOptions struct {
-	Rev    string // where the first page starts; "" is HEAD
+	Rev    string // where the first page starts; "" is HEAD; a range A..B (SplitRange) pages B's commits A does not reach
 	Cursor string // where a later page goes on (LogPage.Next); Rev is then ignored
 	Path   string // only commits that changed this key
 	Prefix string // only commits that changed a key starting with this
@@ -57,6 +57,7 @@ type logCursor struct {
 	Agent    string        `json:"a"`
 	Start    objects.CID   `json:"s"`
 	Frontier []objects.CID `json:"f"`
+	Exclude  objects.CID   `json:"x,omitzero"` // a range's A
 }
 
 func (c logCursor) encode() string {
@@ -125,11 +126,15 @@ func (v *View) logPageOnce(ctx context.Context, agent string, o LogPageOptions) 
 			return LogPage{}, err
 		}
 	} else {
-		start, _, err := v.resolve(ctx, agent, o.Rev)
+		rev, exclude, err := v.pageRange(ctx, agent, o.Rev)
 		if err != nil {
 			return LogPage{}, err
 		}
-		cur = logCursor{Agent: agent, Start: start}
+		start, _, err := v.resolve(ctx, agent, rev)
+		if err != nil {
+			return LogPage{}, err
+		}
+		cur = logCursor{Agent: agent, Start: start, Exclude: exclude}
 	}
 	lo, cp, err := v.R.LogOptions(ctx, agent)
 	if err != nil {
@@ -140,9 +145,16 @@ func (v *View) logPageOnce(ctx context.Context, agent string, o LogPageOptions) 
 		out.Forgotten = &Forgotten{Time: cp.Time, Policy: cp.Policy, Ops: cp.ForgottenOps, Commits: cp.ForgottenCommits}
 	}
 	grep := strings.ToLower(o.Grep)
-	filtered := o.Path != "" || o.Prefix != "" || o.Grep != ""
+	excluded, err := v.reachable(ctx, cur.Exclude, lo)
+	if err != nil {
+		return LogPage{}, err
+	}
+	filtered := o.Path != "" || o.Prefix != "" || o.Grep != "" || excluded != nil
 	next, err := dag.LogPage(ctx, v.R.Blocks, cur.Start, cur.Frontier, lo, func(le dag.LogEntry) (bool, error) {
 		out.Scanned++
+		if excluded[le.CID] {
+			return out.Scanned < MaxLogScan, nil
+		}
 		ok, err := v.pageKeeps(ctx, le, o, grep)
 		if err != nil {
 			return false, err

@@ -29,6 +29,7 @@ const (
 	MaxInline  = 256 << 10 // one value
 	MaxSubtree = 256 << 10 // the values of one read_subtree answer (keys count 128 bytes each)
 	MaxList    = 10000     // entries of one list
+	MaxPage    = 1000      // commits, operations or receipts of one answer
 )
 
 // Options configure a server.
@@ -67,7 +68,7 @@ func newServer(v *inspect.View, o Options) (*sdk.Server, *subs) {
 			"Revisions: HEAD, HEAD~N, HEAD^2, a commit CID (10+ characters), a tag, task:ID (the commit a task landed; task:ID@ATTEMPT). Values are also resources: agentstate://AGENT/REV/KEY.",
 	})
 	sub.srv = s
-	s.AddReceivingMiddleware(notFoundCode)
+	s.AddReceivingMiddleware(notFoundCode, logCalls)
 	// Outputs are 'any' to the SDK: CIDs are JSON strings, which a schema
 	// inferred from their Go struct would call objects.
 	sdk.AddTool(s, &sdk.Tool{Name: "list_agents", Description: "List the agents in the store with their HEAD commit, last message and bundle hash."}, h.listAgents)
@@ -196,22 +197,38 @@ func (h *handlers) listAgents(ctx context.Context, _ *sdk.CallToolRequest, _ str
 }
 
 type logIn struct {
-	Agent string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
-	Rev   string `json:"rev,omitempty" jsonschema:"where to start (default HEAD)"`
-	Path  string `json:"path,omitempty" jsonschema:"only commits that changed this key"`
-	Limit int    `json:"limit,omitempty" jsonschema:"at most this many commits (default 50)"`
+	Agent  string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Rev    string `json:"rev,omitempty" jsonschema:"where to start (default HEAD), or a range A..B: the commits reachable from B and not from A"`
+	Path   string `json:"path,omitempty" jsonschema:"only commits that changed this key"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many commits (default 50, at most 1000)"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"continue after the answer that gave this nextCursor (same agent and path; rev is then ignored)"`
 }
 
+// logOut is a page of history and the cursor to the next.
+type logOut struct {
+	inspect.History
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// log gives a page of history (inspect.View.LogPaged): later pages walk
+// on from where the first stopped, whatever HEAD did since.
 func (h *handlers) log(ctx context.Context, _ *sdk.CallToolRequest, in logIn) (*sdk.CallToolResult, any, error) {
-	if in.Limit <= 0 {
-		in.Limit = 50
-	}
-	var out inspect.History
-	err := h.with(ctx, false, func(v *inspect.View) (err error) {
-		out, err = v.Log(ctx, h.agent(in.Agent), inspect.LogOptions{Rev: in.Rev, Path: in.Path, Limit: in.Limit})
+	in.Limit = bound(in.Limit, 50, MaxPage)
+	var out logOut
+	err := h.with(ctx, false, func(v *inspect.View) error {
+		p, err := v.LogPage(ctx, h.agent(in.Agent), inspect.LogPageOptions{Rev: in.Rev, Cursor: in.Cursor, Path: in.Path, Limit: in.Limit})
+		out = logOut{History: p.History, NextCursor: p.Next}
 		return err
 	})
 	return nil, out, err
+}
+
+// bound is n, or def when n is not positive, and at most most.
+func bound(n, def, most int) int {
+	if n <= 0 {
+		n = def
+	}
+	return min(n, most)
 }
 
 type showIn struct {
@@ -320,32 +337,30 @@ func (h *handlers) get(ctx context.Context, _ *sdk.CallToolRequest, in getIn) (*
 	if ranged {
 		out.Offset, out.Length = &in.Offset, len(v.Data)
 	}
-	if out.Text != nil {
-		// The text itself, not its JSON, is what a model reads best.
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: *out.Text}}}, out, nil
-	}
 	return nil, out, nil
 }
 
 type listIn struct {
 	Agent  string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
-	Rev    string `json:"rev,omitempty" jsonschema:"the revision (default HEAD)"`
+	Rev    string `json:"rev,omitempty" jsonschema:"the revision (default HEAD; with a cursor, the cursor's commit)"`
 	Prefix string `json:"prefix,omitempty" jsonschema:"only keys starting with this"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many keys (default and most 10000)"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"continue after the answer that gave this nextCursor (same prefix)"`
 }
 
 type listOut struct {
-	Entries []inspect.Entry `json:"entries"`
-	More    bool            `json:"more"`
+	Commit     objects.CID     `json:"commit"`
+	Entries    []inspect.Entry `json:"entries"`
+	More       bool            `json:"more"`
+	NextCursor string          `json:"nextCursor,omitempty"`
 }
 
 func (h *handlers) list(ctx context.Context, _ *sdk.CallToolRequest, in listIn) (*sdk.CallToolResult, any, error) {
-	if in.Limit <= 0 || in.Limit > MaxList {
-		in.Limit = MaxList
-	}
+	in.Limit = bound(in.Limit, MaxList, MaxList)
 	var out listOut
-	err := h.with(ctx, false, func(v *inspect.View) (err error) {
-		out.Entries, out.More, err = v.List(ctx, h.agent(in.Agent), in.Rev, in.Prefix, in.Limit)
+	err := h.with(ctx, false, func(v *inspect.View) error {
+		p, err := v.ListPaged(ctx, h.agent(in.Agent), inspect.ListPageOptions{Rev: in.Rev, Prefix: in.Prefix, Cursor: in.Cursor, Limit: in.Limit})
+		out = listOut{Commit: p.Commit, Entries: p.Entries, More: p.Next != "", NextCursor: p.Next}
 		return err
 	})
 	return nil, out, err
@@ -363,6 +378,9 @@ type subtreeOut struct {
 	Values []valueOut  `json:"values"`
 	Cursor string      `json:"cursor,omitempty"`
 	More   bool        `json:"more"`
+	// NextCursor is Cursor under the name the specification's paging
+	// gives it.
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // readSubtree gives one page of the subtree (inspect.View.Subtree): at
@@ -376,7 +394,7 @@ func (h *handlers) readSubtree(ctx context.Context, _ *sdk.CallToolRequest, in s
 	if err != nil {
 		return nil, subtreeOut{}, err
 	}
-	out := subtreeOut{Commit: p.Commit, Values: make([]valueOut, 0, len(p.Values)), Cursor: p.Cursor, More: p.Cursor != ""}
+	out := subtreeOut{Commit: p.Commit, Values: make([]valueOut, 0, len(p.Values)), Cursor: p.Cursor, More: p.Cursor != "", NextCursor: p.Cursor}
 	for _, v := range p.Values {
 		out.Values = append(out.Values, toValue(v))
 	}
@@ -384,21 +402,22 @@ func (h *handlers) readSubtree(ctx context.Context, _ *sdk.CallToolRequest, in s
 }
 
 type oplogIn struct {
-	Agent string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
-	Limit int    `json:"limit,omitempty" jsonschema:"at most this many entries (default 100)"`
+	Agent  string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many entries (default 100, at most 1000)"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"continue (older entries) after the answer that gave this nextCursor"`
 }
 
 type oplogOut struct {
-	Ops []inspect.Op `json:"ops"`
+	Ops        []inspect.Op `json:"ops"`
+	NextCursor string       `json:"nextCursor,omitempty"`
 }
 
 func (h *handlers) oplog(ctx context.Context, _ *sdk.CallToolRequest, in oplogIn) (*sdk.CallToolResult, any, error) {
-	if in.Limit <= 0 {
-		in.Limit = 100
-	}
+	in.Limit = bound(in.Limit, 100, MaxPage)
 	var out oplogOut
-	err := h.with(ctx, false, func(v *inspect.View) (err error) {
-		out.Ops, err = v.Oplog(ctx, h.agent(in.Agent), in.Limit)
+	err := h.with(ctx, false, func(v *inspect.View) error {
+		p, err := v.OplogPaged(ctx, h.agent(in.Agent), in.Cursor, in.Limit)
+		out = oplogOut{Ops: p.Ops, NextCursor: p.Next}
 		return err
 	})
 	return nil, out, err
@@ -407,16 +426,22 @@ func (h *handlers) oplog(ctx context.Context, _ *sdk.CallToolRequest, in oplogIn
 type receiptsIn struct {
 	Agent  string `json:"agent,omitempty" jsonschema:"the agent (default: the server's)"`
 	Verify bool   `json:"verify,omitempty" jsonschema:"check each receipt's signature and its commit's bundle hash"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many receipts (default 100, at most 1000)"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"continue (newer receipts) after the answer that gave this nextCursor"`
 }
 
 type receiptsOut struct {
-	Receipts []inspect.Receipt `json:"receipts"`
+	Receipts   []inspect.Receipt `json:"receipts"`
+	Total      int               `json:"total"`
+	NextCursor string            `json:"nextCursor,omitempty"`
 }
 
 func (h *handlers) receipts(ctx context.Context, _ *sdk.CallToolRequest, in receiptsIn) (*sdk.CallToolResult, any, error) {
+	in.Limit = bound(in.Limit, 100, MaxPage)
 	var out receiptsOut
-	err := h.with(ctx, false, func(v *inspect.View) (err error) {
-		out.Receipts, err = v.Receipts(ctx, h.agent(in.Agent), in.Verify)
+	err := h.with(ctx, false, func(v *inspect.View) error {
+		p, err := v.ReceiptsPaged(ctx, h.agent(in.Agent), in.Cursor, in.Limit, in.Verify)
+		out = receiptsOut{Receipts: p.Receipts, Total: p.Total, NextCursor: p.Next}
 		return err
 	})
 	return nil, out, err
