@@ -106,9 +106,9 @@ func crashRounds(t *testing.T, env []string, rounds int) {
 	rng := rand.New(rand.NewPCG(42, 42))
 	var lastSeq uint64
 	kills := 0
-	// A slow machine (or the race detector) may not reach a forget within
-	// the random rounds: then more rounds, each letting the child run
-	// longer, until a checkpoint exists (a few at most).
+	// A slow machine (or the race detector) may not reach a first commit,
+	// or a forget, within the random rounds: then more rounds, each letting
+	// the child run longer, until it has (a few at most).
 	needCheckpoint := func() bool {
 		if env == nil {
 			return false
@@ -121,7 +121,7 @@ func crashRounds(t *testing.T, env []string, rounds int) {
 		_, ok, err := r.CheckpointOf(ctx, "crash")
 		return err == nil && !ok
 	}
-	for round := 0; round < rounds || (round < rounds+6 && needCheckpoint()); round++ {
+	for round := 0; round < rounds || (round < rounds+6 && (lastSeq == 0 || needCheckpoint())); round++ {
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(append(os.Environ(), "AGENTSTATE_CRASH_STORE="+dir), env...)
 		cmd.Stderr = os.Stderr
