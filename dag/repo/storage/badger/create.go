@@ -47,14 +47,8 @@ func madeNames(name string) bool {
 // a marker whose database never received its format record. Such a
 // directory holds nothing of a user's, so Create may replace it.
 func HalfMade(dir string) bool {
-	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) == 0 {
+	if !onlyMadeNames(dir) {
 		return false
-	}
-	for _, e := range ents {
-		if !madeNames(e.Name()) {
-			return false
-		}
 	}
 	if !IsStoreDir(dir) {
 		return true
@@ -66,6 +60,21 @@ func HalfMade(dir string) bool {
 	defer s.Close()
 	_, ok, err := s.GetMeta(context.Background(), "format")
 	return err == nil && !ok
+}
+
+// onlyMadeNames reports whether dir has entries and all of them are names
+// a store makes (madeNames).
+func onlyMadeNames(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return false
+	}
+	for _, e := range ents {
+		if !madeNames(e.Name()) {
+			return false
+		}
+	}
+	return true
 }
 
 // createWhole makes a store at dir as described above and opens it.

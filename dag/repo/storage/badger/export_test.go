@@ -26,3 +26,6 @@ type HeadHooks struct{ Missed, Read, Swapped func(agent string) }
 func (s *Store) SetHeadHooks(h HeadHooks) {
 	s.heads.hookMissed, s.heads.hookRead, s.heads.hookSwapped = h.Missed, h.Read, h.Swapped
 }
+
+// Opens is how many Badger databases this process has opened.
+func Opens() int64 { return opens.Load() }

@@ -206,27 +206,21 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.InMemory {
 		return nil, errors.New("store: an in-memory store is created (Create), not opened")
 	}
-	if HalfMade(dir) {
-		return nil, &NotStoreError{Dir: dir, HalfMade: true}
-	}
 	if !IsStoreDir(dir) {
-		return nil, &NotStoreError{Dir: dir}
+		return nil, &NotStoreError{Dir: dir, HalfMade: HalfMade(dir)}
 	}
+	// Badger is opened once: the format record read here is also what tells
+	// a store whose creation was cut short (HalfMade) from a whole one.
 	s, err := open(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	var v []byte
-	err = s.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(metaKey("format"))
-		if err != nil {
-			return err
-		}
-		v, err = it.ValueCopy(nil)
-		return err
-	})
+	v, ok, err := s.get(metaKey("format"))
 	if err != nil || string(v) != FormatVersion {
 		s.Close()
+		if err == nil && !ok && onlyMadeNames(dir) {
+			return nil, &NotStoreError{Dir: dir, HalfMade: true}
+		}
 		if err == nil {
 			err = fmt.Errorf("format %q, this build reads %q", v, FormatVersion)
 		}
@@ -234,6 +228,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// opens counts the Badger databases this process has opened (the tests
+// check that an Open opens one).
+var opens atomic.Int64
 
 // compactL0At is how many level-0 tables a store must hold when it is
 // opened for its close to compact level 0.
@@ -313,6 +311,7 @@ func open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return fail(fmt.Errorf("store: opening %s: %w", dir, err))
 	}
+	opens.Add(1)
 	s := &Store{db: db, lock: lock, umask: release}
 	if abs, err := filepath.Abs(dir); err == nil {
 		if real, err := filepath.EvalSymlinks(abs); err == nil {

@@ -109,3 +109,47 @@ func TestInMemoryStore(t *testing.T) {
 		t.Fatal("an in-memory store opened")
 	}
 }
+
+// An Open reads the store's format record from the one Badger database it
+// opens: a whole store, read-only or not, and a store whose creation was cut
+// short (reported as half-made) each cost one Badger open, not a probe
+// open and then the real one.
+func TestOpenOpensBadgerOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	s, err := badger.Create(dir, badger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, ro := range []bool{false, true} {
+		before := badger.Opens()
+		s, err := badger.Open(dir, badger.Options{ReadOnly: ro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if n := badger.Opens() - before; n != 1 {
+			t.Fatalf("Open (read-only %v) opened Badger %d times, want 1", ro, n)
+		}
+	}
+	half := filepath.Join(t.TempDir(), "half")
+	os.Mkdir(half, 0o700)
+	raw, err := badger.OpenRaw(half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	before := badger.Opens()
+	var ns *badger.NotStoreError
+	if _, err := badger.Open(half, badger.Options{}); !errors.As(err, &ns) || !ns.HalfMade || !errors.Is(err, badger.ErrNotStore) {
+		t.Fatalf("open of a store without its format record: %v, want a half-made NotStoreError", err)
+	}
+	if n := badger.Opens() - before; n != 1 {
+		t.Fatalf("Open of a half-made store opened Badger %d times, want 1", n)
+	}
+	// A store directory holding a user's file too is not half-made.
+	os.WriteFile(filepath.Join(half, "notes.txt"), []byte("x"), 0o600)
+	if _, err := badger.Open(half, badger.Options{}); !errors.Is(err, badger.ErrNotStore) || errors.As(err, &ns) && ns.HalfMade {
+		t.Fatalf("open of a store without its format record beside a user's file: %v", err)
+	}
+}
