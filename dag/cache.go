@@ -14,7 +14,8 @@ import (
 // tree nodes too (objects.NodeCache), for the trees read through it.
 type CommitCache struct {
 	objects.BlockStore
-	nodes *objects.NodeCache
+	nodes   *objects.NodeCache
+	decoded *genCache // what readers decoded from blocks (decoded.go)
 
 	mu      sync.Mutex
 	entries map[objects.CID]cachedCommit
@@ -31,7 +32,7 @@ const nodeCacheBytes = 16 << 20
 
 // WithCommitCache returns bs with a cache of up to max decoded commits.
 func WithCommitCache(bs objects.BlockStore, max int) *CommitCache {
-	return &CommitCache{BlockStore: bs, nodes: objects.NewNodeCache(nodeCacheBytes), entries: map[objects.CID]cachedCommit{}, max: max}
+	return &CommitCache{BlockStore: bs, nodes: objects.NewNodeCache(nodeCacheBytes), decoded: newGenCache(decodedBytes), entries: map[objects.CID]cachedCommit{}, max: max}
 }
 
 // Nodes is the cache of decoded tree nodes.
@@ -63,10 +64,11 @@ func (c *CommitCache) keep(id objects.CID, cm *objects.Commit, data []byte) {
 	c.entries[id] = cachedCommit{cm: &kept, data: data}
 }
 
-// Forget drops cached commits and nodes (gc calls it for the blocks it
+// Forget drops cached commits, nodes and decoded blocks (gc calls it for the blocks it
 // deletes).
 func (c *CommitCache) Forget(ids ...objects.CID) {
 	c.nodes.Forget(ids...)
+	c.decoded.forget(ids...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range ids {

@@ -24,7 +24,8 @@ const HeaderSize = 100
 const (
 	chunkCacheSize = 160  // raw chunks (pages) kept
 	maxIndexNodes  = 4096 // decoded chunk list nodes kept before the index is dropped and rebuilt lazily
-	readAhead      = 32   // pages fetched ahead of a sequential scan
+	readAhead      = 32   // pages fetched ahead of a sequential scan, at most
+	scanRun        = 4    // sequential reads in a row that make a scan
 )
 
 // Pages reads a SQLite value's bytes at any offset straight from the block
@@ -35,7 +36,9 @@ const (
 // A scan (pages read in order, as a full table scan or count(*) reads them)
 // has the next pages fetched ahead, at most GOMAXPROCS at a time: a chunk's
 // read from the store (a lookup, a decompression, a re-hash) is most of a
-// page's cost, and the scan then waits on one fetch instead of each.
+// page's cost, and the scan then waits on one fetch instead of each. Over a
+// store that keeps decoded blocks (dag.CommitCache), Pages of the same or
+// other values share the chunk nodes and pages they read (cache.go).
 //
 // A chunked SQLite value is cut at every page boundary (docs/format.md §8),
 // so each raw chunk is one page: Pages checks that of every chunk it reads
@@ -45,6 +48,7 @@ const (
 // Pages is safe for concurrent use.
 type Pages struct {
 	bs       objects.BlockStore
+	shared   decodedCache // bs's cache of decoded blocks, or nil (cache.go)
 	value    objects.CID
 	size     int64
 	pageSize int
@@ -90,6 +94,7 @@ type indexNode struct {
 func OpenPages(ctx context.Context, bs objects.BlockStore, value objects.CID) (*Pages, error) {
 	p := &Pages{bs: bs, value: value, cache: make(map[objects.CID][]byte), pending: make(map[objects.CID]*fetch),
 		last: -2, ahead: -1, sem: make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))}
+	p.shared, _ = bs.(decodedCache)
 	p.stop, p.cancel = context.WithCancel(context.Background())
 	var first []byte
 	switch value.Codec() {
@@ -100,34 +105,30 @@ func OpenPages(ctx context.Context, bs objects.BlockStore, value objects.CID) (*
 		}
 		p.whole, p.size, first = data, int64(len(data)), data
 	case objects.CodecDagCBOR:
-		data, err := bs.Get(ctx, value)
+		cn, err := p.chunkNode(ctx, value, 0)
 		if err != nil {
-			return nil, fmt.Errorf("sqlitedb: reading value %s: %w", value, err)
+			return nil, err
 		}
-		cn, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: value}, data)
-		if err != nil {
-			return nil, fmt.Errorf("%w: value %s: %w", ErrCorrupt, value, err)
-		}
-		p.size = int64(cn.Size)
-		p.root = &indexNode{links: cn.Chunks}
+		p.size = int64(cn.size)
+		p.root = &indexNode{links: cn.links}
 		// The first chunk is the leftmost leaf: no sizes are needed to find it.
-		links, depth := cn.Chunks, 0
+		links, depth := cn.links, 0
 		for {
 			c := links[0]
-			data, err := bs.Get(ctx, c)
-			if err != nil {
-				return nil, fmt.Errorf("sqlitedb: reading chunk %s of value %s: %w", c, value, err)
-			}
 			if c.Codec() == objects.CodecRaw {
+				data, err := p.chunk(ctx, c, true)
+				if err != nil {
+					return nil, fmt.Errorf("sqlitedb: reading chunk %s of value %s: %w", c, value, err)
+				}
 				first = data
 				break
 			}
 			depth++
-			ln, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: c, Depth: depth}, data)
+			ln, err := p.chunkNode(ctx, c, depth)
 			if err != nil {
-				return nil, fmt.Errorf("%w: value %s: %w", ErrCorrupt, value, err)
+				return nil, err
 			}
-			links = ln.Chunks
+			links = ln.links
 		}
 	default:
 		return nil, fmt.Errorf("%w: value %s has codec 0x%x", ErrNotDatabase, value, value.Codec())
@@ -266,7 +267,7 @@ func (p *Pages) pageLocked(ctx context.Context, idx int64) ([]byte, error) {
 		// The fetch failed or its chunk was evicted: read it here, for this
 		// read's own error.
 	}
-	data, err := p.bs.Get(ctx, c)
+	data, err := p.chunk(ctx, c, true)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitedb: reading page %d (chunk %s) of value %s: %w", idx+1, c, p.value, err)
 	}
@@ -286,10 +287,13 @@ func (p *Pages) scheduleAhead(ctx context.Context, idx int64) {
 		p.run, p.ahead = 0, idx
 	}
 	p.last = idx
-	if p.run < 2 || p.stop.Err() != nil {
+	if p.run < scanRun || p.stop.Err() != nil {
 		return
 	}
-	end := min(idx+readAhead, p.PageCount()-1)
+	// As far ahead as the scan has come, up to readAhead: a short run of
+	// sequential reads (a cell's overflow chain, a few neighbouring leaves a
+	// diff reads) fetches little it will not use.
+	end := min(idx+min(int64(p.run), readAhead), p.PageCount()-1)
 	for j := max(idx+1, p.ahead+1); j <= end; j++ {
 		c, err := p.locate(ctx, j)
 		if err != nil {
@@ -314,7 +318,7 @@ func (p *Pages) fetchAhead(c objects.CID, f *fetch) {
 	defer p.wg.Done()
 	select {
 	case p.sem <- struct{}{}:
-		f.data, f.err = p.bs.Get(p.stop, c)
+		f.data, f.err = p.chunk(p.stop, c, false)
 		<-p.sem
 	case <-p.stop.Done():
 		f.err = p.stop.Err()
@@ -386,18 +390,14 @@ func (p *Pages) resolve(ctx context.Context, n *indexNode, depth int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		data, err := p.bs.Get(ctx, c)
+		cn, err := p.chunkNode(ctx, c, depth+1)
 		if err != nil {
-			return fmt.Errorf("sqlitedb: reading chunk list %s of value %s: %w", c, p.value, err)
+			return err
 		}
-		cn, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: c, Depth: depth + 1}, data)
-		if err != nil {
-			return fmt.Errorf("%w: value %s: %w", ErrCorrupt, p.value, err)
+		if cn.size%uint64(p.pageSize) != 0 {
+			return fmt.Errorf("%w: value %s: chunk list %s covers %d bytes, not a whole number of %d-byte pages", ErrCorrupt, p.value, c, cn.size, p.pageSize)
 		}
-		if cn.Size%uint64(p.pageSize) != 0 {
-			return fmt.Errorf("%w: value %s: chunk list %s covers %d bytes, not a whole number of %d-byte pages", ErrCorrupt, p.value, c, cn.Size, p.pageSize)
-		}
-		kids[i] = &indexNode{links: cn.Chunks, pages: int64(cn.Size) / int64(p.pageSize)}
+		kids[i] = &indexNode{links: cn.links, pages: int64(cn.size) / int64(p.pageSize)}
 		p.nodes++
 		at += kids[i].pages
 	}
