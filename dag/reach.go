@@ -61,6 +61,16 @@ type WalkOptions struct {
 	// reached (objects.TreeRanges) but not walked below, a value so held is
 	// not read.
 	Held func(c objects.CID) bool
+	// Absent, when set, names the raw blocks of a value that a redaction
+	// intentionally removed (dag/repo's redaction records): v is the value
+	// reached from a tree, c one of its raw blocks (v itself for a raw
+	// value). Such a block is neither read, nor checked, nor marked reached
+	// (gc deletes it if it is still there); the value's chunk nodes are
+	// walked and checked as any others, but the content's sha256 is not
+	// (it needs the content). A block of another value is checked as before,
+	// even when its bytes are the same chunk. Absent(v, zero CID) reports
+	// whether a redaction removed any block of v.
+	Absent func(v, c objects.CID) bool
 	// Reached, when set, is where Walk keeps the blocks it reached, in
 	// place of the Reach it returns (nil then): a caller that holds the
 	// blocks already (a CAR import) marks them there at less cost than a
@@ -186,7 +196,7 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 				}
 				continue
 			}
-			if opts.VerifyValues && v.Codec() == objects.CodecDagCBOR {
+			if opts.VerifyValues && v.Codec() == objects.CodecDagCBOR && !redacted(opts, v) {
 				// A chunked value read as the reader reads it: every node
 				// where it sits, the sizes and the content's sha256.
 				if checked[v] {
@@ -255,6 +265,9 @@ func walkValue(ctx context.Context, bs objects.BlockStore, v, t objects.CID, opt
 		sp := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		c := sp.CID
+		if c.Codec() == objects.CodecRaw && opts.Absent != nil && opts.Absent(v, c) {
+			continue // redacted: intentionally absent
+		}
 		if seen.Has(c) {
 			continue
 		}
@@ -300,6 +313,12 @@ func walkValue(ctx context.Context, bs objects.BlockStore, v, t objects.CID, opt
 		}
 	}
 	return problems, nil
+}
+
+// redacted reports whether a redaction removed any raw block of the value
+// v: a chunked value's sha256 can then no longer be checked.
+func redacted(opts WalkOptions, v objects.CID) bool {
+	return opts.Absent != nil && opts.Absent(v, objects.CID{})
 }
 
 // isMissing reports an error that says a block is not in the store.

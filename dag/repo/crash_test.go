@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("AGENTSTATE_CRASH_STORE"); dir != "" {
 		crashChild(dir) // never returns
 	}
+	if dir := os.Getenv("AGENTSTATE_REDACT_KILL_STORE"); dir != "" {
+		redactKillChild(dir) // never returns
+	}
 	os.Exit(m.Run())
 }
 

@@ -18,3 +18,7 @@ func (r *Repo) WriteCheckpointOnly(ctx context.Context, agent string, p Policy) 
 	}
 	return r.Storage.SetMeta(ctx, checkpointName(agent), data)
 }
+
+// SetRedactHook sets the function a redaction calls at each step (a test
+// kills the process there).
+func SetRedactHook(f func(step string)) { redactHook = f }

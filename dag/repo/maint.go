@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
@@ -68,6 +69,15 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 	for _, p := range problems {
 		rep.Problems = append(rep.Problems, p.Error())
 	}
+	_, badRed, err := r.loadRedactions(ctx)
+	if err != nil {
+		return rep, err
+	}
+	redProblems, err := r.redactionProblems(ctx, badRed)
+	if err != nil {
+		return rep, err
+	}
+	rep.Problems = append(rep.Problems, redProblems...)
 	bad, err := r.BadTags(ctx, "")
 	if err != nil {
 		return rep, err
@@ -162,7 +172,9 @@ func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*C
 	if err := deleter.Delete(ctx, dead...); err != nil {
 		return rep, fmt.Errorf("gc: deleting: %w", err)
 	}
-	if rc, ok := r.Storage.(Reclaimer); ok {
+	if redacted := r.redactedBlocks(ctx); slices.ContainsFunc(dead, func(c objects.CID) bool { return redacted[c] }) {
+		r.scrub() // the end of a redaction killed before its deletion
+	} else if rc, ok := r.Storage.(Reclaimer); ok {
 		rc.Reclaim()
 	}
 	return rep, nil

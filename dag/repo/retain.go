@@ -469,6 +469,13 @@ func (r *Repo) walkAll(ctx context.Context, opts dag.WalkOptions, overrides map[
 		gone = func(child, parent objects.CID) bool { return prev(child, parent) || cp.IsCut(child, parent) }
 	}
 	opts.Gone = gone
+	if opts.Absent == nil { // what redactions removed on purpose (redact.go)
+		set, _, err := r.loadRedactions(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.Absent = set.absent
+	}
 	// Agents never forgotten walk together.
 	var plain []objects.CID
 	reach := dag.Reach{}

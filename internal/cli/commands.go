@@ -42,6 +42,8 @@ func init() {
 		{"verify", newVerifyCommand},
 		{"gc", newGCCommand},
 		{"forget", newForgetCommand},
+		{"redact", newRedactCommand},
+		{"redactions", newRedactionsCommand},
 		{"tag", newTagCommand},
 		{"du", newDuCommand},
 		{"clone", newCloneCommand},

@@ -40,6 +40,8 @@ var examples = map[string][]string{
 	"pull":       {"agentstate pull /srv/brains/.agentstate", "agentstate pull --agent lumen --from lumen-prod /srv/brains/.agentstate"},
 	"send":       {"agentstate send /srv/brains/.agentstate", "agentstate send --to lumen-prod /srv/brains/.agentstate"},
 	"mcp":        {"agentstate mcp", "agentstate --agent lumen mcp"},
+	"redact":     {"agentstate redact skills/deploy.md --at HEAD~2 --reason 'leaked API key' --sign-key operator.key", "agentstate redact memory.db --all --reason 'user asked' --sign-key operator.key"},
+	"redactions": {"agentstate redactions", "agentstate redactions --all-agents --json"},
 	"receipts":   {"agentstate receipts", "agentstate receipts --file receipts.ndjson --pub operator.pub"},
 	"trust":      {"agentstate trust ls", "agentstate trust add operator.pub"},
 	"trust ls":   {"agentstate trust ls --json"},

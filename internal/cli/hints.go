@@ -34,6 +34,10 @@ func hint(err error) string {
 		return "another agentstate command or runtime holds it: wait for it to finish, or raise AGENTSTATE_LOCK_TIMEOUT"
 	case errors.Is(err, repo.ErrNotFastForward):
 		return "--ff-only refuses a merge"
+	case errors.Is(err, repo.ErrNotInHistory):
+		return "'agentstate log' lists the agent's commits; --agent names another agent"
+	case errors.Is(err, repo.ErrNothingToRedact):
+		return "'agentstate redactions' lists what is redacted; 'agentstate log -- KEY' the key's versions"
 	case errors.Is(err, repo.ErrDamaged):
 		return "run 'agentstate verify'"
 	case errors.As(err, &rowConflict):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/objects"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -79,6 +80,36 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			ts.Fatalf("no file under %s", args[0])
 		}
 		ts.Setenv(args[1], found)
+	},
+	// randfile FILE SIZE TEXT: write SIZE bytes of random (incompressible)
+	// bytes with TEXT in the middle, so TEXT shows in a store's files
+	// however they are compressed.
+	"randfile": func(ts *testscript.TestScript, neg bool, args []string) {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		rng := rand.New(rand.NewPCG(uint64(len(args[0])), uint64(n)))
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		copy(data[n/2:], args[2])
+		ts.Check(os.WriteFile(ts.MkAbs(args[0]), data, 0o644))
+	},
+	// grepdir DIR TEXT: some regular file under DIR holds the bytes TEXT
+	// (with !: none does).
+	"grepdir": func(ts *testscript.TestScript, neg bool, args []string) {
+		var found []string
+		filepath.Walk(ts.MkAbs(args[0]), func(p string, info os.FileInfo, err error) error {
+			if err == nil && info.Mode().IsRegular() {
+				if data, err := os.ReadFile(p); err == nil && bytes.Contains(data, []byte(args[1])) {
+					found = append(found, p)
+				}
+			}
+			return nil
+		})
+		if (len(found) > 0) == neg {
+			ts.Fatalf("files under %s holding %q: %v", args[0], args[1], found)
+		}
 	},
 	// corruptvalue STORE FILE: overwrite, inside the store, the bytes of the value
 	// whose content is FILE's (simulated disk rot).

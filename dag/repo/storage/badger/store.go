@@ -560,6 +560,17 @@ func (s *Store) Reclaim() {
 	}
 }
 
+// Scrub is Reclaim for a redaction: it also rewrites every value-log file
+// that holds any deleted value, however little (Reclaim rewrites only files
+// mostly garbage), so the deleted bytes leave the files. The value-log file
+// this process is writing is never rewritten (Badger's own rule): a block
+// this process wrote stays in it until the store is closed and scrubbed again.
+func (s *Store) Scrub() {
+	s.Reclaim()
+	for i := 0; i < 1024 && s.db.RunValueLogGC(1e-9) == nil; i++ {
+	}
+}
+
 // Delete removes blocks (gc only).
 func (s *Store) Delete(ctx context.Context, cids ...objects.CID) error {
 	if err := s.checkWrite(int64(len(cids)) * 64); err != nil {
