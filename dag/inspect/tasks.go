@@ -58,7 +58,7 @@ type Task struct {
 
 // TaskOptions select a page of an agent's task log.
 type TaskOptions struct {
-	Rev    string // where the history starts; "" is HEAD
+	Rev    string // where the history starts; "" is HEAD; a range A..B: the tasks landed on B's history and not on A's
 	Skip   int    // leave out this many tasks, newest first
 	Limit  int    // at most this many; <= 0 is all
 	Verify bool   // verify the receipts of the tasks returned
@@ -85,7 +85,11 @@ func (v *View) Tasks(ctx context.Context, agent string, o TaskOptions) (TaskLog,
 	if err != nil {
 		return TaskLog{}, err
 	}
-	start, _, err := v.resolve(ctx, agent, o.Rev)
+	rev, exclude, err := v.pageRange(ctx, agent, o.Rev)
+	if err != nil {
+		return TaskLog{}, err
+	}
+	start, _, err := v.resolve(ctx, agent, rev)
 	if err != nil {
 		return TaskLog{}, err
 	}
@@ -96,6 +100,11 @@ func (v *View) Tasks(ctx context.Context, agent string, o TaskOptions) (TaskLog,
 	lo, _, err := v.R.LogOptions(ctx, agent)
 	if err != nil {
 		return TaskLog{}, classify(err)
+	}
+	// A range A..B: the tasks that landed on B's history and not on A's.
+	excluded, err := v.reachable(ctx, exclude, lo)
+	if err != nil {
+		return TaskLog{}, err
 	}
 	// The walk below reads every commit of the history, one at a time, and
 	// on disk each read is a block of the store to find and decompress:
@@ -117,7 +126,7 @@ func (v *View) Tasks(ctx context.Context, agent string, o TaskOptions) (TaskLog,
 		if err != nil {
 			return TaskLog{}, classify(err)
 		}
-		if claimed[le.CID] {
+		if claimed[le.CID] || excluded[le.CID] {
 			continue
 		}
 		var l repo.TaskLanding

@@ -40,7 +40,8 @@ type statusJSON struct {
 	Agents  []agentJSON `json:"agents"`
 	// Agent is the agent commands act on here when none is named, and
 	// AgentFrom where it comes from: "flag" (--agent, AGENTSTATE_AGENT),
-	// "use" (agentstate use), "only" (the store's only agent), "default".
+	// "use" (agentstate use), "only" (the store's only agent), "default",
+	// "none" (several agents, none chosen; Agent is then "").
 	Agent     string `json:"agent"`
 	AgentFrom string `json:"agentFrom"`
 }
@@ -84,6 +85,9 @@ func (e *env) runStatus(c *cli.Context) error {
 		return err
 	}
 	out.Agent, out.AgentFrom = e.agent, e.agentFrom
+	if out.AgentFrom == agentFromNone {
+		out.Agent = ""
+	}
 	if out.AgentFrom == "" {
 		out.AgentFrom = agentFromDefault
 	}
@@ -107,7 +111,11 @@ func (e *env) runStatus(c *cli.Context) error {
 	if out.Note != "" {
 		fmt.Fprintf(e.stdout, "note     %s\n", out.Note)
 	}
-	fmt.Fprintf(e.stdout, "agent    %s (%s)\n", termsafe.Line(out.Agent), agentFromText[out.AgentFrom])
+	if out.AgentFrom == agentFromNone {
+		fmt.Fprintf(e.stdout, "agent    %s\n", agentFromText[out.AgentFrom])
+	} else {
+		fmt.Fprintf(e.stdout, "agent    %s (%s)\n", termsafe.Line(out.Agent), agentFromText[out.AgentFrom])
+	}
 	fmt.Fprintf(e.stdout, "agents   %d\n", len(out.Agents))
 	for _, a := range out.Agents {
 		fmt.Fprintf(e.stdout, "  %-20s %s  (%d operations)\n", termsafe.Line(a.Agent), a.Head.Short(), a.Operations)

@@ -19,6 +19,7 @@ const (
 	agentFromUse     = "use"     // the store's config.json, set by 'agentstate use'
 	agentFromOnly    = "only"    // the store's only agent
 	agentFromDefault = "default" // DefaultAgent
+	agentFromNone    = "none"    // several agents, none chosen: commands that act on one fail
 )
 
 func newUseCommand(e *env) *cli.Command {
@@ -32,6 +33,10 @@ func (e *env) useAction(c *cli.Context) error {
 	}
 	if c.NArg() == 0 {
 		return e.withRepoRead(func(r *repo.Repo) error {
+			if e.agentFrom == agentFromNone {
+				fmt.Fprintf(e.stdout, "none (no agent named, and this store has %d: %s; choose one with 'agentstate use AGENT')\n", len(e.storeAgents), termsafe.Line(quoteNames(e.storeAgents)))
+				return nil
+			}
 			fmt.Fprintf(e.stdout, "%s (%s)\n", termsafe.Line(e.agent), agentFromText[e.agentFrom])
 			return nil
 		})
@@ -65,6 +70,7 @@ var agentFromText = map[string]string{
 	agentFromUse:     "set by 'agentstate use'",
 	agentFromOnly:    "the store's only agent",
 	agentFromDefault: "the default",
+	agentFromNone:    "none chosen, and the store has several: name one with --agent, or 'agentstate use AGENT'",
 	"":               "the default",
 }
 
@@ -149,31 +155,55 @@ func (e *env) agentFromConfig() error {
 	return nil
 }
 
-// agentFromStore makes the store's only agent the one the command acts on,
-// when none was named and config.json names none; else it is DefaultAgent.
-func (e *env) agentFromStore(r *repo.Repo) {
+// agentFromStore decides the agent the command acts on when none was
+// named and config.json names none: the store's only agent; DefaultAgent in
+// a store with none (so put and commit create it); and in a store with
+// several, an error listing them (noAgentNamedError), for every command
+// that acts on an agent (agentFree lists those that do not).
+func (e *env) agentFromStore(r *repo.Repo) error {
 	if e.agentFrom != "" {
-		return
+		return nil
 	}
 	e.agentFrom = agentFromDefault
 	heads, err := r.Refs.Agents(e.ctx)
 	if err == nil && len(heads) == 1 {
 		e.agent, e.agentFrom = heads[0].Agent, agentFromOnly
-		return
+		return nil
 	}
 	for _, h := range heads {
 		e.storeAgents = append(e.storeAgents, h.Agent)
 	}
+	if len(heads) > 1 {
+		e.agentFrom = agentFromNone
+		if !agentFree[e.command] {
+			return &noAgentNamedError{agents: e.storeAgents, several: true}
+		}
+	}
+	return nil
 }
 
-// noAgentNamedError is the default agent's not existing in a store that
-// has other agents, none of them named: the agents to choose from.
+// agentFree are the commands that act on no one agent (or on each one a
+// request names: mcp), so a store with several agents and none chosen does
+// not stop them.
+var agentFree = map[string]bool{
+	"init": true, "agents": true, "status": true, "verify": true, "gc": true, "clone": true,
+	"use": true, "version": true, "help": true, "completion": true, "__complete": true,
+	"keygen": true, "serve": true, "mcp": true,
+}
+
+// noAgentNamedError is a command that acts on an agent run with none
+// chosen in a store whose agents do not decide it (several; or the default
+// agent's not existing beside others): the agents to choose from.
 type noAgentNamedError struct {
-	err    error
-	agents []string
+	err     error
+	agents  []string
+	several bool
 }
 
 func (e *noAgentNamedError) Error() string {
+	if e.several {
+		return fmt.Sprintf("no agent named, and this store has %d: %s", len(e.agents), quoteNames(e.agents))
+	}
 	return fmt.Sprintf("no agent named, and this store has no agent %q; its agents: %s", DefaultAgent, quoteNames(e.agents))
 }
 
@@ -186,5 +216,5 @@ func (e *env) unnamed(err error) error {
 	if e.agentFrom != agentFromDefault || len(e.storeAgents) == 0 || !errors.As(err, &na) || na.Agent != e.agent {
 		return err
 	}
-	return &noAgentNamedError{err, e.storeAgents}
+	return &noAgentNamedError{err: err, agents: e.storeAgents}
 }

@@ -100,7 +100,9 @@ func (e *env) withRepoRead(fn func(r *repo.Repo) error) error {
 func (e *env) withRepoMode(readOnly bool, fn0 func(r *repo.Repo) error) error {
 	// A name not found gets the names close to it while the store is open.
 	fn := func(r *repo.Repo) error {
-		e.agentFromStore(r)
+		if err := e.agentFromStore(r); err != nil {
+			return err
+		}
 		err := e.unnamed(fn0(r))
 		if err != nil {
 			if near := inspect.New(r).Near(e.ctx, e.agent, err); len(near) > 0 {
