@@ -3,7 +3,7 @@ package cli
 import (
 	"bufio"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -14,7 +14,7 @@ import (
 )
 
 func newImportCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "import", Usage: "commit a tar as the agent's next state, or bring in a CAR's history (fast-forward or merge)", ArgsUsage: "FILE.tar|FILE.car",
+	return &cli.Command{Name: "import", Usage: "commit a tar as the agent's next state, or bring in a CAR's history (fast-forward or merge)", ArgsUsage: "FILE.tar|FILE.car|-",
 		Flags: []cli.Flag{
 			messageFlag(),
 			&cli.BoolFlag{Name: "skip-unsupported", Usage: "skip (and report) links and devices instead of refusing the tar"},
@@ -26,12 +26,16 @@ func (e *env) runImport(c *cli.Context) error {
 	if err := nargs(c, 1, 1); err != nil {
 		return err
 	}
-	f, err := os.Open(e.path(c.Args().First()))
-	if err != nil {
-		return err
+	var in io.Reader = e.stdin
+	if src := c.Args().First(); src != "-" {
+		f, err := e.openInput(src, "import - < "+src)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
+	br := bufio.NewReaderSize(in, 1<<20)
 	if isCAR(br) {
 		return e.importCAR(c, br)
 	}

@@ -67,46 +67,12 @@ func (e *env) runPut(c *cli.Context) error {
 	})
 }
 
-// openValueFile opens the file a value is read from. A command running in
-// the user's own process reads what the user could: a regular file, or a
-// stream (a pipe or FIFO, as with put KEY <(cmd); a character device, as
-// /dev/stdin on a terminal), named directly or through a symlink. A
-// directory, a socket or a block device is refused. A server running a
-// client's command opens only a regular file that is not a symlink: there
-// /dev/fd/N or /dev/stdin would name the server's own descriptors, not the
-// client's (the client's stdin reaches the server as "-").
+// openValueFile opens the file a value is read from, as every file a
+// command line names is opened (openInput, input.go).
 func (e *env) openValueFile(src string) (*os.File, error) {
-	path := e.path(src)
-	ok := func(m os.FileMode) bool {
-		if e.served != nil {
-			return m.IsRegular()
-		}
-		return m.IsRegular() || m&os.ModeNamedPipe != 0 || m&os.ModeCharDevice != 0
-	}
-	stat := os.Stat
-	if e.served != nil {
-		stat = os.Lstat
-	}
-	refused := func() error {
-		if e.served != nil {
-			return fmt.Errorf("%s is not a regular file (a served store reads a stream from stdin: put KEY - < %s)", src, src)
-		}
-		return fmt.Errorf("%s is not a regular file or a stream", src)
-	}
-	fi, err := stat(path)
+	f, err := e.openInput(src, "a served store reads a stream from stdin: put KEY - < "+src)
 	if err != nil {
 		return nil, fmt.Errorf("reading value: %w", err)
-	}
-	if !ok(fi.Mode()) {
-		return nil, refused()
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading value: %w", err)
-	}
-	if fi, err := f.Stat(); err != nil || !ok(fi.Mode()) {
-		f.Close()
-		return nil, refused()
 	}
 	return f, nil
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -78,7 +77,7 @@ func parseKeyArgs(e *env, args []string) ([]ed25519.PublicKey, error) {
 	for _, a := range args {
 		k, err := receipt.ParsePublicKey(a)
 		if err != nil {
-			data, ferr := os.ReadFile(e.path(a))
+			data, _, ferr := e.readInput(a, maxSecretFile)
 			if ferr != nil {
 				return nil, usagef("--pub %q: neither a key (64 hex digits) nor a readable file: %v", a, ferr)
 			}
@@ -96,7 +95,7 @@ const maxReceiptsFile = 1 << 30
 func readLimited(e *env, name string) ([]byte, error) {
 	var r io.Reader = e.stdin
 	if name != "-" {
-		f, err := os.Open(e.path(name))
+		f, err := e.openInput(name, "receipts --file - < "+name)
 		if err != nil {
 			return nil, err
 		}
@@ -113,8 +112,10 @@ func readLimited(e *env, name string) ([]byte, error) {
 	return data, nil
 }
 
+// splitLines gives the non-blank lines of data: never nil, so an empty
+// --file reads as no receipts, not as the store's (receiptsOptions.Lines).
 func splitLines(data []byte) [][]byte {
-	var out [][]byte
+	out := [][]byte{}
 	for _, l := range bytes.Split(data, []byte("\n")) {
 		if len(bytes.TrimSpace(l)) > 0 {
 			out = append(out, l)

@@ -43,10 +43,10 @@ func (e *env) runServe(c *cli.Context) error {
 	}
 	opts := remote.Options{Holder: "agentstate serve", Exec: Exec, Listen: c.String("listen"), HTTPHosts: c.StringSlice("http-host")}
 	var err error
-	if opts.Tokens, err = readTokens(e.path(c.String("token-file"))); err != nil {
+	if opts.Tokens, err = e.readTokens(c.String("token-file")); err != nil {
 		return err
 	}
-	if opts.ReadTokens, err = readTokens(e.path(c.String("read-token-file"))); err != nil {
+	if opts.ReadTokens, err = e.readTokens(c.String("read-token-file")); err != nil {
 		return err
 	}
 	ui, madeToken := c.Bool("ui"), ""
@@ -73,7 +73,16 @@ func (e *env) runServe(c *cli.Context) error {
 		if opts.Listen == "" || cert == "" || key == "" {
 			return usagef("--tls-cert and --tls-key go together, with --listen")
 		}
-		pair, err := tls.LoadX509KeyPair(e.path(cert), e.path(key))
+		certPEM, _, err := e.readInput(cert, maxSecretFile)
+		var keyPEM []byte
+		if err == nil {
+			keyPEM, _, err = e.readInput(key, maxSecretFile)
+		}
+		var pair tls.Certificate
+		if err == nil {
+			pair, err = tls.X509KeyPair(certPEM, keyPEM)
+			clear(keyPEM)
+		}
 		if err != nil {
 			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
@@ -138,21 +147,18 @@ func (e *env) runServe(c *cli.Context) error {
 }
 
 // readTokens reads a token file: one token per line, blank lines and lines
-// starting with # skipped. The file must not be readable by others.
-func readTokens(path string) ([]string, error) {
+// starting with # skipped. The file (or FIFO) must not be readable by
+// others; a pipe (--token-file <(cmd)) is the reader's own.
+func (e *env) readTokens(path string) ([]string, error) {
 	if path == "" {
 		return nil, nil
 	}
-	fi, err := os.Stat(path)
+	data, mode, err := e.readInput(path, maxSecretFile)
 	if err != nil {
 		return nil, err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
+	if keyFilePerm(path, mode) != nil {
 		return nil, fmt.Errorf("%s: token file is readable by others (chmod 600 %s)", path, path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
 	}
 	var out []string
 	for _, l := range strings.Split(string(data), "\n") {
@@ -172,8 +178,8 @@ func readTokens(path string) ([]string, error) {
 }
 
 // clientTLS trusts the PEM certificates in caFile for --remote.
-func clientTLS(caFile string) (*tls.Config, error) {
-	pem, err := os.ReadFile(caFile)
+func (e *env) clientTLS(caFile string) (*tls.Config, error) {
+	pem, _, err := e.readInput(caFile, maxSecretFile)
 	if err != nil {
 		return nil, fmt.Errorf("AGENTSTATE_REMOTE_CA: %w", err)
 	}

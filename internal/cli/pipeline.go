@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -109,9 +107,14 @@ func (e *env) pipeline(c *cli.Context, r *repo.Repo, forPush bool) (*snapshot.Pi
 				cleanup()
 				return nil, nil, usagef("--ens needs --eth-key FILE to sign the record update")
 			}
-			if ptr.Signer, err = ens.LoadKeyFile(keyFile); err != nil {
+			b, _, err := e.readInput(keyFile, maxSecretFile)
+			if err == nil {
+				ptr.Signer, err = ens.ParseKey(b)
+				clear(b)
+			}
+			if err != nil {
 				cleanup()
-				return nil, nil, err
+				return nil, nil, fmt.Errorf("--eth-key %s: %w", keyFile, err)
 			}
 		}
 		p.Pointer = ptr
@@ -154,11 +157,17 @@ func (e *env) cipher(c *cli.Context, r *repo.Repo, keyPath string, forPush bool)
 		if path == "" {
 			continue // AGENTSTATE_IDENTITY set but empty
 		}
-		got, err := envelope.LoadAgeIdentities(e.ctx, e.path(path))
-		if errors.Is(err, envelope.ErrKeyFilePermissions) {
+		b, mode, err := e.readInput(path, maxSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("identity file: %w", err)
+		}
+		got, err := envelope.ParseAgeIdentities(b)
+		clear(b)
+		if err != nil {
+			return nil, fmt.Errorf("identity file %s: %w", path, err)
+		}
+		if err := keyFilePerm(path, mode); err != nil {
 			fmt.Fprintf(e.stderr, "agentstate: warning: %v\n", err)
-		} else if err != nil {
-			return nil, err
 		}
 		ids = append(ids, got...)
 	}
@@ -182,11 +191,17 @@ func (e *env) cipher(c *cli.Context, r *repo.Repo, keyPath string, forPush bool)
 func (e *env) aesCipher(r *repo.Repo, keyPath string, forPush bool) (*envelope.AESGCM, error) {
 	switch pass := e.getenv("AGENTSTATE_PASSPHRASE"); {
 	case keyPath != "":
-		k, err := envelope.LoadKeyFile(e.ctx, keyPath)
-		if errors.Is(err, envelope.ErrKeyFilePermissions) {
+		b, mode, err := e.readInput(keyPath, maxSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("key file: %w", err)
+		}
+		k, err := envelope.ParseKeyFile(b)
+		clear(b)
+		if err != nil {
+			return nil, fmt.Errorf("key file %s: %w", keyPath, err)
+		}
+		if err := keyFilePerm(keyPath, mode); err != nil {
 			fmt.Fprintf(e.stderr, "agentstate: warning: %v\n", err)
-		} else if err != nil {
-			return nil, err
 		}
 		return envelope.NewAESGCM(k, envelope.Options{})
 	case pass != "":
@@ -217,7 +232,7 @@ func (e *env) recipients(c *cli.Context) ([]string, error) {
 		}
 	}
 	if path := c.String("recipients-file"); path != "" {
-		f, err := os.Open(e.path(path))
+		f, err := e.openInput(path, "")
 		if err != nil {
 			return nil, fmt.Errorf("--recipients-file: %w", err)
 		}

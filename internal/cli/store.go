@@ -174,7 +174,7 @@ func (e *env) withRepoMode(readOnly bool, fn0 func(r *repo.Repo) error) error {
 func (e *env) withServer(addr, dir string, write bool, fn func(r *repo.Repo) error) error {
 	opts := remote.DialOptions{Token: e.getenv("AGENTSTATE_TOKEN")}
 	if ca := e.getenv("AGENTSTATE_REMOTE_CA"); ca != "" && dir == "" {
-		tc, err := clientTLS(e.path(ca))
+		tc, err := e.clientTLS(ca)
 		if err != nil {
 			return err
 		}
