@@ -17,7 +17,7 @@ import (
 )
 
 func newDiffCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD; no REV: what HEAD changed; A..B is A B); task:ID alone: the task's whole change; SQLite values by table", ArgsUsage: "[REV [REV2] | A..B] [-- KEY...]",
+	return &cli.Command{Name: "diff", Usage: "list keys that differ between REV and REV2 (default HEAD; no REV: what HEAD changed; A..B is A B); task:ID alone: the task's whole change; SQLite values by table", ArgsUsage: "[REV [REV2] | A..B | REV DIR] [-- KEY...]",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "stat", Usage: "show sizes and a summary (a SQLite value: rows per table)"}, patchFlag(), jsonFlag(), bytesFlag(),
 			&cli.BoolFlag{Name: "sql", Usage: "print SQL that turns each changed SQLite value's old database into the new (as sqldiff)"}},
 		Action: e.diffAction}
@@ -27,6 +27,9 @@ type diffOptions struct {
 	readOpts
 	Stat, Patch, JSON, SQL bool
 	Keys                   []string // only these keys (none: all)
+	// Dir, when set, is a directory on disk compared with the one REV
+	// (diff REV DIR; inspect.View.DiffDir).
+	Dir string
 }
 
 func (e *env) diffAction(c *cli.Context) error {
@@ -40,6 +43,13 @@ func (e *env) diffAction(c *cli.Context) error {
 	}
 	if len(args) > 2 {
 		return usagef("diff: takes at most 2 revisions, REV [REV2] (keys go after --)")
+	}
+	// diff REV DIR: a directory on disk as the second side.
+	if len(args) == 2 && isDir(e.path(args[1])) {
+		if strings.Contains(args[0], "..") {
+			return usagef("diff REV DIR compares one revision with a directory: no range")
+		}
+		o.Dir, args = e.path(args[1]), args[:1]
 	}
 	return e.withRepoRead(func(r *repo.Repo) error {
 		o.readOpts = e.readOpts(r)
@@ -77,7 +87,12 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 	// started from.
 	var changes []inspect.Change
 	isTask, err := false, error(nil)
-	if len(args) == 1 {
+	if o.Dir != "" {
+		// The directory's values are read through the view DiffDir gives.
+		var dd inspect.DirDiff
+		dd, o.View, err = o.View.DiffDir(ctx, o.Agent, args[0], o.Dir, o.Patch)
+		changes, isTask = dd.Changes, true
+	} else if len(args) == 1 {
 		changes, isTask, err = taskChange(ctx, o.readOpts, args[0], o.Patch)
 	}
 	if len(args) == 0 {

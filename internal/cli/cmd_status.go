@@ -16,7 +16,7 @@ import (
 )
 
 func newStatusCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "status", Usage: "who holds the store, since when, and the agents' HEADs", ArgsUsage: " ",
+	return &cli.Command{Name: "status", Usage: "who holds the store, since when, and the agents' HEADs; with DIR: what DIR changes against HEAD (nothing committed)", ArgsUsage: "[DIR]",
 		Flags: []cli.Flag{jsonFlag()}, Action: e.runStatus}
 }
 
@@ -47,8 +47,11 @@ type statusJSON struct {
 }
 
 func (e *env) runStatus(c *cli.Context) error {
-	if err := nargs(c, 0, 0); err != nil {
+	if err := nargs(c, 0, 1); err != nil {
 		return err
+	}
+	if c.NArg() == 1 {
+		return e.runStatusDir(c, c.Args().First()) // cmd_workdir.go
 	}
 	dir, err := e.storeDir()
 	if err != nil {
