@@ -100,4 +100,3 @@ type readOnlyMeta struct{ m export.MetaStore }
 
 func (r readOnlyMeta) GetMeta(name string) ([]byte, bool, error) { return r.m.GetMeta(name) }
 func (readOnlyMeta) SetMeta(string, []byte) error                { return nil }
-
