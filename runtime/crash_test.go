@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -28,12 +29,20 @@ func TestMain(m *testing.M) {
 // the parent kills it.
 func crashChild(dir, mode string) {
 	ctx := context.Background()
-	rt, err := Open(ctx, Options{Store: dir, Signer: testKey("operator")})
+	rt, err := Open(ctx, Options{Store: dir, Signer: testKey("operator"), Sync: mode == "durable"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	t := &testing.T{}
+	if mode == "durable" {
+		// Each landed task is acknowledged on stdout once RunTask returns.
+		for i := 0; ; i++ {
+			in := fmt.Sprintf("%d-%d", os.Getpid(), i)
+			turn(t, rt, "s1", in)
+			fmt.Println(in)
+		}
+	}
 	if mode == "mid-task" {
 		turn(t, rt, "s1", "hello")
 		turn(t, rt, "s1", "again")
@@ -136,6 +145,62 @@ func TestCrashAtRandomInstants(t *testing.T) {
 		t.Fatal("no task ever landed; the test proved nothing")
 	}
 	t.Logf("%d turns survived 6 SIGKILLs", turns)
+}
+
+// With Options.Sync a task's commits and receipt are held in memory and
+// written by its landing (or the next one), one durable write per task: a
+// process killed at random instants still keeps every task it acknowledged
+// (RunTask returned), in order, and the store verifies clean with a receipt
+// for every landing (re-created for those the kill took).
+func TestCrashKeepsEveryAcknowledgedTask(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	rng := rand.New(rand.NewPCG(24, 24))
+	var acked []string
+	for round := range 5 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "AGENTSTATE_RUNTIME_CRASH="+dir, "AGENTSTATE_RUNTIME_CRASH_MODE=durable")
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan []string)
+		go func() {
+			var got []string
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				got = append(got, sc.Text())
+			}
+			lines <- got
+		}()
+		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		got := <-lines
+		cmd.Wait()
+		acked = append(acked, got...)
+		h := checkAfterCrash(t, dir)
+		if len(h) < len(acked) || !slices.Equal(h[:len(acked)], acked) {
+			t.Fatalf("round %d: %d tasks acknowledged, history holds %d; the first acknowledged task missing: %v",
+				round, len(acked), len(h), firstMissing(acked, h))
+		}
+		acked = h // a landing the kill cut off before its acknowledgement is kept too
+	}
+	if len(acked) == 0 {
+		t.Fatal("no task was ever acknowledged; the test proved nothing")
+	}
+	t.Logf("%d acknowledged tasks survived 5 SIGKILLs", len(acked))
+}
+
+func firstMissing(want, have []string) string {
+	for i, w := range want {
+		if i >= len(have) || have[i] != w {
+			return w
+		}
+	}
+	return ""
 }
 
 // A landing whose receipt was never appended gets it re-created, byte for

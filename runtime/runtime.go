@@ -36,7 +36,12 @@ type Options struct {
 	// directory under /dev/shm (else the temporary directory) that Close
 	// removes; Store is ignored.
 	InMemory bool
-	// Sync makes every write durable (fsync) before it returns.
+	// Sync makes every landing durable (fsync) before RunTask returns, and
+	// every write from outside a task before it returns. A task's own
+	// commits and its receipt are held in memory and written with its
+	// landing (or the next durable write): one synced store write per task.
+	// A process killed before a task lands loses only that task's commits;
+	// a receipt it did not write is re-created when the agent is next loaded.
 	Sync bool
 	// Signer is the operator key that signs receipts. Required. Its public
 	// half is recorded in the store at Open as a trusted operator key, which

@@ -267,7 +267,10 @@ func (tx *Tx) commitLocked(ctx context.Context, msg string, extra map[string]str
 	if !tx.last.IsZero() {
 		spec.Parents = []objects.CID{tx.last}
 	}
-	id, c, err := tx.rt.repo.WriteCommit(ctx, spec)
+	// Held until the landing (or the next durable write) with Options.Sync:
+	// only a landed task must survive a crash, and its HEAD move carries
+	// these blocks in the same fsync.
+	id, c, err := tx.rt.repo.WriteCommit(repo.Deferred(ctx), spec)
 	if err != nil {
 		// The tree's nodes are flushed in memory but not stored: the
 		// transaction cannot continue.
@@ -414,7 +417,10 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: task %q landed at %s: %w", ErrReceiptNotKept, tx.task.ID, l.Commit, err)
 	}
-	if _, err := rt.tape.Append(lctx, tx.agent, rec.Line()); err != nil {
+	// The receipt rides with the next durable write (the next landing, or
+	// Close): a receipt lost with the process is re-created from the
+	// operation log when the agent is next loaded.
+	if _, err := rt.tape.Append(repo.Deferred(lctx), tx.agent, rec.Line()); err != nil {
 		return rec, fmt.Errorf("%w: task %q landed at %s: %w", ErrReceiptNotKept, tx.task.ID, l.Commit, err)
 	}
 	if rec.BundleBefore != rec.BundleAfter {

@@ -60,9 +60,11 @@ func (r *Repo) WithClock(now func() int64) *Repo {
 
 // Options tune how Init and Open open a store on disk.
 type Options struct {
-	// Sync makes every write durable (fsync) before it returns. Without it a
-	// killed process loses nothing that returned (the OS holds it), but a
-	// power failure may lose the latest writes; it never tears a write.
+	// Sync makes every write durable (fsync) before it returns, except the
+	// writes made with a context from Deferred, which the next durable
+	// write carries. Without it a killed process loses nothing that
+	// returned (the OS holds it), but a power failure may lose the latest
+	// writes; it never tears a write.
 	Sync bool
 	// InMemory makes Init build an ephemeral store in a private directory
 	// (under /dev/shm when it has 1 GiB free, else the temporary directory)
@@ -82,6 +84,16 @@ type Options struct {
 // DefaultLockTimeout is how long an open waits for another process to
 // release the store when Options.LockTimeout is zero.
 const DefaultLockTimeout = badger.DefaultLockTimeout
+
+// Deferred marks ctx so that blocks and receipt lines written with it to a
+// store opened with Options.Sync are held in memory (reads see them) and
+// made durable by the store's next write that is not deferred, in the same
+// transaction: group commit. A process killed before then loses them. Use
+// it only for writes nothing durable refers to until a later write that is
+// not deferred (a runtime task's commits before its landing, whose HEAD
+// move carries them), or that are re-created when lost (receipts). Without
+// Options.Sync, or on a store that is not on disk, it changes nothing.
+func Deferred(ctx context.Context) context.Context { return badger.Deferred(ctx) }
 
 func (o Options) store() badger.Options {
 	return badger.Options{Sync: o.Sync, InMemory: o.InMemory, ReadOnly: o.ReadOnly, LockTimeout: o.LockTimeout}
@@ -313,7 +325,7 @@ func (r *Repo) BundleHash(ctx context.Context, tree objects.CID) (objects.Bundle
 		return objects.BundleHash{}, err
 	}
 	h := ls.hash()
-	_ = r.Storage.SetMeta(ctx, key, h[:]) // a cache: failing to write it is harmless
+	_ = r.Storage.SetMeta(Deferred(ctx), key, h[:]) // a cache: failing to write it, or losing it, is harmless
 	return h, nil
 }
 

@@ -16,8 +16,11 @@ import (
 )
 
 // TestMain lets the test binary run one Create on behalf of a test that
-// kills it (TestCreateKilled).
+// kills it (TestCreateKilled), or the victim of TestDeferredKilled.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("AGENTSTATE_TEST_DEFERRED"); dir != "" {
+		deferredChild(dir) // never returns
+	}
 	if dir := os.Getenv("AGENTSTATE_TEST_CREATE"); dir != "" {
 		s, err := badger.Create(dir, badger.Options{})
 		if err != nil {

@@ -29,3 +29,9 @@ func (s *Store) SetHeadHooks(h HeadHooks) {
 
 // Opens is how many Badger databases this process has opened.
 func Opens() int64 { return opens.Load() }
+
+// Writes is how many Badger writes the store's write paths have made.
+func (s *Store) Writes() int64 { return s.writes.Load() }
+
+// MaxHeld is maxHeld, for the tests.
+const MaxHeld = maxHeld

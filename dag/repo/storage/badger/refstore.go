@@ -134,7 +134,7 @@ func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint
 	}
 	s.heads.begin(agent) // see headCache
 	defer s.heads.end(agent)
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *badger.Txn) error {
 		it, err := txn.Get(headKey(agent))
 		var cur []byte
 		switch {
@@ -225,6 +225,9 @@ func (s *Store) TrimLog(ctx context.Context, agent string, through uint64) error
 		keys = append(keys, opKey(agent, rec.Seq))
 	}
 	if err := s.checkWrite(int64(len(keys)) * 64); err != nil {
+		return err
+	}
+	if err := s.flushHeld(); err != nil {
 		return err
 	}
 	wb := s.db.NewWriteBatch()

@@ -19,6 +19,7 @@
 package badger
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,9 +91,11 @@ const (
 
 // Options tune a store.
 type Options struct {
-	// Sync makes every write durable (fsync) before it returns. Without it a
-	// killed process loses nothing that returned (the OS holds it), but a
-	// power failure may lose the latest writes; it never tears a write.
+	// Sync makes every write durable (fsync) before it returns, except the
+	// writes made with a context from Deferred, which the next durable
+	// write carries (deferred.go). Without it a killed process loses nothing
+	// that returned (the OS holds it), but a power failure may lose the
+	// latest writes; it never tears a write.
 	Sync bool
 	// InMemory makes Create build an ephemeral store, in a private
 	// directory under /dev/shm when it has 1 GiB free (else the temporary
@@ -120,6 +123,9 @@ type Store struct {
 	heads   headCache    // HEAD records read (refstore.go)
 	mapped  string       // the directory as the kernel names it, for shedMapped
 	moved   atomic.Int64 // block bytes written or read since the last shedMapped
+	sync    bool         // Options.Sync: deferred writes are held (deferred.go)
+	held    held
+	writes  atomic.Int64 // Badger writes (transactions, batches) made by update and the batches
 }
 
 // shedEvery is how many block bytes a store moves through Badger's mapped
@@ -312,7 +318,7 @@ func open(dir string, opts Options) (*Store, error) {
 		return fail(fmt.Errorf("store: opening %s: %w", dir, err))
 	}
 	opens.Add(1)
-	s := &Store{db: db, lock: lock, umask: release}
+	s := &Store{db: db, lock: lock, umask: release, sync: opts.Sync && !opts.ReadOnly}
 	if abs, err := filepath.Abs(dir); err == nil {
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			s.mapped = real
@@ -419,7 +425,10 @@ func removeEmptyLogs(dir string) error {
 
 // Close flushes and closes the database.
 func (s *Store) Close() error {
-	err := s.db.Close()
+	err := s.flushHeld()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
 	if s.dir != "" {
 		_ = tighten(s.dir) // files created since open
 	}
@@ -447,6 +456,9 @@ func blockKey(c objects.CID) []byte {
 
 // Get returns a block's bytes after re-hashing them.
 func (s *Store) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	if v, ok := s.held.get(blockKey(c)); ok {
+		return bytes.Clone(v), nil // held in memory as it was written
+	}
 	var data []byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get(blockKey(c))
@@ -471,6 +483,9 @@ func (s *Store) Get(ctx context.Context, c objects.CID) ([]byte, error) {
 
 // Has reports whether the block is stored.
 func (s *Store) Has(ctx context.Context, c objects.CID) (bool, error) {
+	if _, ok := s.held.get(blockKey(c)); ok {
+		return true, nil
+	}
 	err := s.db.View(func(txn *badger.Txn) error {
 		_, err := txn.Get(blockKey(c))
 		return err
@@ -491,7 +506,11 @@ func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
 	var missing []objects.Block
 	err := s.db.View(func(txn *badger.Txn) error {
 		for _, b := range blocks {
-			_, err := txn.Get(blockKey(b.CID))
+			k := blockKey(b.CID)
+			if _, ok := s.held.get(k); ok {
+				continue
+			}
+			_, err := txn.Get(k)
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				missing = append(missing, b)
 			} else if err != nil {
@@ -513,14 +532,20 @@ func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
 	if err := s.checkWrite(n); err != nil {
 		return err
 	}
+	if s.deferring(ctx) {
+		return s.putHeld(missing)
+	}
 	if len(missing) == 1 {
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.update(func(txn *badger.Txn) error {
 			return txn.Set(blockKey(missing[0].CID), missing[0].Data)
 		})
 		if err == nil {
 			s.noteMoved(int(n))
 		}
 		return err
+	}
+	if err := s.flushHeld(); err != nil {
+		return fmt.Errorf("store: writing blocks: %w", err)
 	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
@@ -532,6 +557,7 @@ func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
 			return fmt.Errorf("store: writing block %s: %w", b.CID, err)
 		}
 	}
+	s.writes.Add(1)
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("store: writing blocks: %w", err)
 	}
@@ -574,6 +600,14 @@ func (s *Store) Scrub() {
 // Delete removes blocks (gc only).
 func (s *Store) Delete(ctx context.Context, cids ...objects.CID) error {
 	if err := s.checkWrite(int64(len(cids)) * 64); err != nil {
+		return err
+	}
+	keys := make([][]byte, len(cids))
+	for i, c := range cids {
+		keys[i] = blockKey(c)
+	}
+	s.held.drop(keys)
+	if err := s.flushHeld(); err != nil {
 		return err
 	}
 	wb := s.db.NewWriteBatch()
@@ -655,6 +689,9 @@ func (s *Store) GetMeta(ctx context.Context, name string) ([]byte, bool, error) 
 
 // get reads one key; ok is false when it is absent.
 func (s *Store) get(key []byte) (v []byte, ok bool, err error) {
+	if v, ok := s.held.get(key); ok {
+		return bytes.Clone(v), true, nil
+	}
 	err = s.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get(key)
 		if err != nil {
@@ -673,7 +710,10 @@ func (s *Store) SetMeta(ctx context.Context, name string, v []byte) error {
 	if err := s.checkWrite(int64(len(name) + len(v) + 16)); err != nil {
 		return err
 	}
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Set(metaKey(name), v) })
+	if s.deferring(ctx) {
+		return s.setHeld(metaKey(name), v)
+	}
+	return s.update(func(txn *badger.Txn) error { return txn.Set(metaKey(name), v) })
 }
 
 // MetaPrefix calls fn for every metadata record whose name starts with prefix, in name order.
@@ -701,7 +741,7 @@ func (s *Store) DeleteMeta(ctx context.Context, name string) error {
 	if err := s.checkWrite(64); err != nil {
 		return err
 	}
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(metaKey(name)) })
+	return s.update(func(txn *badger.Txn) error { return txn.Delete(metaKey(name)) })
 }
 
 // DeleteMetaPrefix removes every metadata record whose name starts with prefix.
@@ -714,6 +754,9 @@ func (s *Store) DeleteMetaPrefix(ctx context.Context, prefix string) error {
 		return err
 	}
 	if err := s.checkWrite(int64(len(names)) * 64); err != nil {
+		return err
+	}
+	if err := s.flushHeld(); err != nil {
 		return err
 	}
 	wb := s.db.NewWriteBatch()

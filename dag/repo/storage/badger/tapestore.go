@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"iter"
 
 	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/agentstate/agentstate/refs"
 )
 
 // The receipt tapes (tape.Store): 'r'+agent+0x00+seq holds one line.
@@ -23,9 +26,14 @@ func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (
 	if err := s.checkWrite(n); err != nil {
 		return 0, err
 	}
+	s.held.tape.Lock()
+	defer s.held.tape.Unlock()
+	if s.deferring(ctx) {
+		return s.appendHeld(agent, lines)
+	}
 	var last uint64
 	for {
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.update(func(txn *badger.Txn) error {
 			n, err := lastTapeSeq(txn, agent)
 			if err != nil {
 				return err
@@ -79,8 +87,21 @@ func lastTapeSeq(txn *badger.Txn, agent string) (uint64, error) {
 // TapeLines implements tape.Store.
 func (s *Store) TapeLines(ctx context.Context, agent string) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
-		for r, err := range s.records(ctx, tapePrefix(agent), nil) {
+		p := tapePrefix(agent)
+		var last uint64
+		for r, err := range s.records(ctx, p, func(k []byte) refs.Record {
+			return refs.Record{Seq: binary.BigEndian.Uint64(k[len(k)-8:])}
+		}) {
 			if !yield(r.Data, err) || err != nil {
+				return
+			}
+			last = r.Seq
+		}
+		// Lines held by deferred appends follow (those written meanwhile
+		// were met above).
+		keys, vals := s.held.withPrefix(p)
+		for i, k := range keys {
+			if binary.BigEndian.Uint64(k[len(k)-8:]) > last && !yield(bytes.Clone(vals[i]), nil) {
 				return
 			}
 		}
