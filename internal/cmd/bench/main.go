@@ -81,8 +81,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.only = map[int]bool{}
 		for _, s := range strings.Split(*only, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n < 1 || n > len(workloads) {
-				return fmt.Errorf("-only %q: want workload numbers 1 to %d", *only, len(workloads))
+			if err != nil || !slices.ContainsFunc(workloads, func(w workload) bool { return w.n == n }) {
+				return fmt.Errorf("-only %q: want workload numbers 1 to %d", *only, workloads[len(workloads)-1].n)
 			}
 			cfg.only[n] = true
 		}
@@ -190,6 +190,7 @@ var workloads = []workload{
 	{16, "first sql query at an old commit of a 64 MiB memory.db vs sqlite3 on a checkout", w16SQLQuery},
 	{17, "diff --sql and --stat of two versions of a 64 MiB memory.db 1% of pages apart vs sqldiff", w17RowDiff},
 	{18, "log --row over 1000 tasks of a 64 MiB memory.db", w18RowLog},
+	{24, "runtime tasks of one durable write, one writer (Sync)", w24DurableTasks},
 }
 
 // row is one line of the result table. Times are in the unit the row says.
