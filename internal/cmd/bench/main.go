@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.only != nil && !cfg.only[w.n] {
 			continue
 		}
-		if (w.n == 9 || w.n == 16 || w.n == 17 || w.n == 18) && cfg.sqlite3 == "" {
+		if (w.n == 9 || w.n == 16 || w.n == 17 || w.n == 18 || w.n == 22) && cfg.sqlite3 == "" {
 			rows = append(rows, row{id: "9", name: w.name, note: "skipped: sqlite3 not installed"})
 			continue
 		}
@@ -190,6 +190,8 @@ var workloads = []workload{
 	{16, "first sql query at an old commit of a 64 MiB memory.db vs sqlite3 on a checkout", w16SQLQuery},
 	{17, "diff --sql and --stat of two versions of a 64 MiB memory.db 1% of pages apart vs sqldiff", w17RowDiff},
 	{18, "log --row over 1000 tasks of a 64 MiB memory.db", w18RowLog},
+	{22, "commit DIR after a task changed a 32 MiB memory.db and 3 skills (CLI)", w22TaskCommit},
+	{23, "commit DIR of 1,000,000 small files (CLI)", w23MillionFiles},
 	{24, "runtime tasks of one durable write, one writer (Sync)", w24DurableTasks},
 }
 
