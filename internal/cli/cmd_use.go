@@ -175,7 +175,7 @@ func (e *env) agentFromStore(r *repo.Repo) error {
 	}
 	if len(heads) > 1 {
 		e.agentFrom = agentFromNone
-		if !agentFree[e.command] {
+		if e.actsOnOneAgent() {
 			return &noAgentNamedError{agents: e.storeAgents, several: true}
 		}
 	}
@@ -189,6 +189,24 @@ var agentFree = map[string]bool{
 	"init": true, "agents": true, "status": true, "verify": true, "gc": true, "clone": true,
 	"use": true, "version": true, "help": true, "completion": true, "__complete": true,
 	"keygen": true, "serve": true, "mcp": true,
+}
+
+// actsOnOneAgent says whether the command line acts on one agent: not a
+// command of agentFree, nor one given a flag that names every agent
+// (--all-agents; forget --all).
+func (e *env) actsOnOneAgent() bool {
+	if agentFree[e.command] {
+		return false
+	}
+	for _, a := range e.args {
+		if a == "--" {
+			break
+		}
+		if a == "--all-agents" || (e.command == "forget" && a == "--all") {
+			return false
+		}
+	}
+	return true
 }
 
 // noAgentNamedError is a command that acts on an agent run with none
