@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/dgraph-io/badger/v4/y"
+)
+
+// w21Floors: what an unserved command cannot go below on this machine,
+// measured in the same run as the rows it bounds (10f, 16), each against
+// the comparison of that row.
+//
+//   - the engine's start: agentstate-engine --version, which opens no
+//     store, against git cat-file -p HEAD:file (an unserved get runs the
+//     front end and then the engine: 10f's floor);
+//   - the store's read-only open and close, in-process;
+//   - the first sql query's floor: the pages that query reads, stored as
+//     the store stores a 4 KiB page (ZSTD level 3 over 16 KiB blocks, the
+//     LSM tree's), decompressed once each and re-hashed (sha256) as every
+//     read checks a chunk against its CID, against sqlite3 running the
+//     query on the file (row 16's comparison). No lookup, no SQLite, one
+//     core.
+func w21Floors(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
+	r, err := newRunner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Join(cfg.work, "floors")
+	store, gitDir := filepath.Join(base, "store"), filepath.Join(base, "git")
+	if err := os.MkdirAll(gitDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(gitDir, "file"), []byte("value\n"), 0o644); err != nil {
+		return nil, err
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "file"}, {"commit", "-q", "-m", "one"}} {
+		if _, _, err := r.run(ctx, gitDir, nil, "git", args...); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "init"); err != nil {
+		return nil, err
+	}
+	if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "put", "key", filepath.Join(gitDir, "file")); err != nil {
+		return nil, err
+	}
+	engine := filepath.Join(filepath.Dir(cfg.bin), "agentstate-engine")
+	hello, err := helloWorld(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	timeCmd := func(dir, name string, args ...string) timed {
+		return func(int) (time.Duration, error) {
+			_, d, err := r.run(ctx, dir, nil, name, args...)
+			return d, err
+		}
+	}
+	gitGet := timeCmd(gitDir, "git", "cat-file", "-p", "HEAD:file")
+	n := startReps(cfg)
+	getA, getG, err := pairN(n, timeCmd(base, cfg.bin, "--store", store, "get", "key"), gitGet)
+	if err != nil {
+		return nil, err
+	}
+	engA, engG, err := pairN(n, timeCmd(base, engine, "--version"), gitGet)
+	if err != nil {
+		return nil, err
+	}
+	helloA, helloG, err := pairN(n, timeCmd(base, hello), gitGet)
+	if err != nil {
+		return nil, err
+	}
+	openM, _, err := pairN(n, func(int) (time.Duration, error) {
+		t0 := time.Now()
+		rp, err := repo.Open(store, repo.Options{ReadOnly: true})
+		if err != nil {
+			return 0, err
+		}
+		err = rp.Close()
+		return time.Since(t0), err
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	rows := []row{
+		{id: "21a", name: "floor of 10f: the engine's start (agentstate-engine --version) vs git cat-file", as: fmtDur(engA), git: fmtDur(engG), ratio: ratio(float64(engA), float64(engG)),
+			note: fmt.Sprintf("in the same run: the unserved get (10f) %s against git's %s (%s); a hello-world Go program %s against %s (%s); an unserved get is the front end, then the engine",
+				fmtDur(getA), fmtDur(getG), ratio(float64(getA), float64(getG)), fmtDur(helloA), fmtDur(helloG), ratio(float64(helloA), float64(helloG)))},
+		{id: "21b", name: "the store's read-only open and close (in-process)", as: fmtDur(openM), git: "-", ratio: ratio(float64(openM), float64(getG)),
+			note: "ratio: against git cat-file's whole run (row 21a)"},
+	}
+	if cfg.sqlite3 == "" {
+		return append(rows, row{id: "21c", name: "floor of 16", note: "skipped: sqlite3 not installed"}), nil
+	}
+	db, err := genSQLite(ctx, cfg.sqlite3, filepath.Join(base, "memory.db"), cfg.dbBytes, 21)
+	if err != nil {
+		return nil, err
+	}
+	content, err := os.ReadFile(db.path)
+	if err != nil {
+		return nil, err
+	}
+	q := fmt.Sprintf("SELECT (SELECT count(*) FROM memories), (SELECT created FROM memories WHERE id = %d)", db.rows/2)
+	// The pages of the memories table (what count(*) reads), from SQLite's
+	// dbstat table; the whole file when the shell lacks it.
+	share := 1.0
+	if out, _, err := r.run(ctx, base, nil, cfg.sqlite3, "-readonly", db.path,
+		"SELECT (SELECT count(*) FROM dbstat WHERE name = 'memories'), (SELECT count(*) FROM dbstat)"); err == nil {
+		if f := strings.Split(strings.TrimSpace(out), "|"); len(f) == 2 {
+			a, errA := strconv.ParseFloat(f[0], 64)
+			b, errB := strconv.ParseFloat(f[1], 64)
+			if errA == nil && errB == nil && b > 0 && a <= b {
+				share = a / b
+			}
+		}
+	}
+	const page, block = 4096, 16 << 10
+	var blocks [][]byte
+	for off := 0; off < len(content); off += block {
+		c, err := y.ZSTDCompress(nil, content[off:min(off+block, len(content))], 3)
+		if err != nil {
+			return nil, err
+		}
+		blocks = append(blocks, c)
+	}
+	// Interleaved with sqlite3's runs, so both meet the same load.
+	floorM, sqM, err := pairN(max(cfg.reps, 20), func(int) (time.Duration, error) {
+		buf := make([]byte, block)
+		t0 := time.Now()
+		for _, b := range blocks {
+			out, err := y.ZSTDDecompress(buf, b)
+			if err != nil {
+				return 0, err
+			}
+			for p := 0; p+page <= len(out); p += page {
+				sha256.Sum256(out[p : p+page])
+			}
+		}
+		return time.Duration(float64(time.Since(t0)) * share), nil
+	}, timeCmd(base, cfg.sqlite3, "-readonly", db.path, q))
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, row{id: "21c", name: fmt.Sprintf("floor of 16: the query's pages of a %s memory.db decompressed (ZSTD, 16 KiB blocks) and re-hashed once, vs sqlite3 running it", fmtBytes(int64(len(content)))),
+		as: fmtDur(floorM), git: "-", ratio: ratio(float64(floorM), float64(sqM)),
+		note: fmt.Sprintf("sqlite3 -readonly on the file: %s; the memories table is %.0f%% of the pages; one core, no lookups, no SQLite, no process start or store open (row 21a, 21b)", fmtDur(sqM), share*100)})
+	return rows, nil
+}
