@@ -20,6 +20,10 @@ type CommitCache struct {
 	mu      sync.Mutex
 	entries map[objects.CID]cachedCommit
 	max     int
+
+	// graph is the store's commit graph (graph.go), read by log walks;
+	// nil: none.
+	graph GraphStore
 }
 
 type cachedCommit struct {
@@ -34,6 +38,10 @@ const nodeCacheBytes = 16 << 20
 func WithCommitCache(bs objects.BlockStore, max int) *CommitCache {
 	return &CommitCache{BlockStore: bs, nodes: objects.NewNodeCache(nodeCacheBytes), decoded: newGenCache(decodedBytes), entries: map[objects.CID]cachedCommit{}, max: max}
 }
+
+// UseGraph makes log walks through c read commits from the commit graph in
+// gs (graph.go) before the store. Call it before c is shared.
+func (c *CommitCache) UseGraph(gs GraphStore) { c.graph = gs }
 
 // Nodes is the cache of decoded tree nodes.
 func (c *CommitCache) Nodes() *objects.NodeCache { return c.nodes }

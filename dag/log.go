@@ -95,14 +95,15 @@ func Log(ctx context.Context, bs objects.BlockStore, start objects.CID) iter.Seq
 // LogWith is Log over a history a forget cut (see LogOptions).
 func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o LogOptions) iter.Seq2[LogEntry, error] {
 	return func(yield func(LogEntry, error) bool) {
-		cm, err := ReadCommit(ctx, bs, start)
+		rd := newCommitReader(bs)
+		cm, err := rd.read(ctx, start)
 		if err != nil {
 			yield(LogEntry{}, err)
 			return
 		}
-		q, seen, err := startLog(ctx, bs, start, cm, o)
+		q, seen, err := startLog(ctx, rd, start, cm, o)
 		if err == nil {
-			err = walkLog(ctx, bs, q, seen, o, yield)
+			err = walkLog(ctx, rd, q, seen, o, yield)
 		}
 		if err != nil {
 			yield(LogEntry{}, err)
@@ -111,14 +112,14 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 }
 
 // startLog is a walk's first queue: start and the islands not newer.
-func startLog(ctx context.Context, bs objects.BlockStore, start objects.CID, cm *objects.Commit, o LogOptions) (*logQueue, map[objects.CID]bool, error) {
+func startLog(ctx context.Context, rd *commitReader, start objects.CID, cm *objects.Commit, o LogOptions) (*logQueue, map[objects.CID]bool, error) {
 	seen := map[objects.CID]bool{start: true}
 	q := &logQueue{{CID: start, Commit: cm}}
 	for _, id := range o.Islands {
 		if seen[id] {
 			continue
 		}
-		ic, err := ReadCommit(ctx, bs, id)
+		ic, err := rd.read(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -135,7 +136,7 @@ func startLog(ctx context.Context, bs objects.BlockStore, start objects.CID, cm 
 // walk has still to yield is in q or an ancestor of one there (the rest
 // of a group of commits of one time goes back into q: walked again, its
 // order is the same).
-func walkLog(ctx context.Context, bs objects.BlockStore, q *logQueue, seen map[objects.CID]bool, o LogOptions,
+func walkLog(ctx context.Context, rd *commitReader, q *logQueue, seen map[objects.CID]bool, o LogOptions,
 	yield func(LogEntry, error) bool) error {
 	for q.Len() > 0 {
 		if err := ctx.Err(); err != nil {
@@ -161,7 +162,7 @@ func walkLog(ctx context.Context, bs objects.BlockStore, q *logQueue, seen map[o
 				if seen[p] {
 					continue
 				}
-				pc, err := ReadCommit(ctx, bs, p)
+				pc, err := rd.read(ctx, p)
 				if err != nil && o.Gone != nil && o.Gone(bucket[i].CID, p) && isMissing(err) {
 					bucket[i].Cut = append(bucket[i].Cut, p)
 					continue

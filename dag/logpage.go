@@ -23,12 +23,13 @@ func LogPage(ctx context.Context, bs objects.BlockStore, start objects.CID, fron
 	visit func(LogEntry) (bool, error)) ([]objects.CID, error) {
 	var q *logQueue
 	var seen map[objects.CID]bool
+	rd := newCommitReader(bs)
 	if frontier == nil {
-		cm, err := ReadCommit(ctx, bs, start)
+		cm, err := rd.read(ctx, start)
 		if err != nil {
 			return nil, err
 		}
-		if q, seen, err = startLog(ctx, bs, start, cm, o); err != nil {
+		if q, seen, err = startLog(ctx, rd, start, cm, o); err != nil {
 			return nil, err
 		}
 	} else {
@@ -41,7 +42,7 @@ func LogPage(ctx context.Context, bs objects.BlockStore, start objects.CID, fron
 			if queued[id] {
 				continue
 			}
-			cm, err := ReadCommit(ctx, bs, id)
+			cm, err := rd.read(ctx, id)
 			if err != nil {
 				return nil, err
 			}
@@ -50,7 +51,7 @@ func LogPage(ctx context.Context, bs objects.BlockStore, start objects.CID, fron
 		}
 	}
 	var verr error
-	err := walkLog(ctx, bs, q, seen, o, func(e LogEntry, err error) bool {
+	err := walkLog(ctx, rd, q, seen, o, func(e LogEntry, err error) bool {
 		more, err := visit(e)
 		if err != nil {
 			verr = err

@@ -37,6 +37,9 @@ type VerifyReport struct {
 	Commits  int
 	Blocks   int
 	Problems []string
+	// GraphRecords counts the commit graph's records; GraphProblems the
+	// problems (among Problems) found in it, which RebuildGraph repairs.
+	GraphRecords, GraphProblems int
 }
 
 // Verify re-hashes every block reachable from every HEAD and operation-log
@@ -78,6 +81,12 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 		return rep, err
 	}
 	rep.Problems = append(rep.Problems, redProblems...)
+	g, err := r.VerifyGraph(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.GraphRecords, rep.GraphProblems = g.Records, len(g.Problems)
+	rep.Problems = append(rep.Problems, g.Problems...)
 	bad, err := r.BadTags(ctx, "")
 	if err != nil {
 		return rep, err
@@ -126,7 +135,7 @@ var ErrDamaged = errors.New("the store has missing or corrupt reachable blocks")
 
 // collect is gc's work, with the write gate held: overrides replaces some
 // agents' checkpoints (a forget's dry run).
-func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*Checkpoint) (GCReport, error) {
+func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*Checkpoint) (_ GCReport, err error) {
 	var rep GCReport
 	reach, problems, err := r.walkAll(ctx, dag.WalkOptions{}, overrides)
 	if err != nil {
@@ -166,6 +175,17 @@ func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*C
 	if err := r.StatCache().Clear(); err != nil {
 		return rep, fmt.Errorf("gc: dropping stat caches: %w", err)
 	}
+	// So does the commit graph, rebuilt after the deletion from what is left.
+	if err := r.dropGraph(ctx); err != nil {
+		return rep, fmt.Errorf("gc: dropping the commit graph: %w", err)
+	}
+	defer func() {
+		if err == nil {
+			if _, gerr := r.RebuildGraph(ctx); gerr != nil {
+				err = fmt.Errorf("gc: rebuilding the commit graph: %w", gerr)
+			}
+		}
+	}()
 	if cc, ok := r.Blocks.(*dag.CommitCache); ok {
 		cc.Forget(dead...)
 	}

@@ -63,6 +63,16 @@ func (r *Repo) WriteCommit(ctx context.Context, spec CommitSpec) (objects.CID, *
 	if err != nil {
 		return objects.CID{}, nil, fmt.Errorf("repo: encoding commit: %w", err)
 	}
+	// The commit's commit-graph record (graph.go) goes in the same write;
+	// the graph is a cache, so one that cannot be made is left behind.
+	meta, pos, gerr := r.graphRecordFor(ctx, b, c)
+	if gp, ok := r.graphPutter(); ok && gerr == nil && meta != nil {
+		if err := gp.PutWithMeta(ctx, append(spec.Blocks, b), meta...); err != nil {
+			return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)
+		}
+		r.noteGraph(map[objects.CID]graphPos{b.CID: pos})
+		return b.CID, c, nil
+	}
 	if err := r.Blocks.Put(ctx, append(spec.Blocks, b)...); err != nil {
 		return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)
 	}

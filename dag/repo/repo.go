@@ -43,6 +43,7 @@ type Repo struct {
 	gate      *gate           // gc against writers in flight (gate.go)
 	moves     *agentLocks     // in-process HEAD moves of one agent take turns (gate.go)
 	dirInfo   os.FileInfo     // Dir as opened (see IsDir)
+	graph     *graphState     // the commit graph's writer (graph.go)
 }
 
 // commitCacheSize bounds the decoded commits a Repo keeps (a few hundred
@@ -144,8 +145,12 @@ func Open(dir string, opts Options) (*Repo, error) {
 func New(s Storage) *Repo { return wrap("", s) }
 
 func wrap(dir string, s Storage) *Repo {
-	r := &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: dag.WithCommitCache(s, commitCacheSize), Tape: tape.New(s), Now: Now,
-		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}}
+	cc := dag.WithCommitCache(s, commitCacheSize)
+	if _, ok := s.(GraphPutter); ok {
+		cc.UseGraph(s)
+	}
+	r := &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: cc, Tape: tape.New(s), Now: Now,
+		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}, graph: &graphState{}}
 	r.Refs.SetCuts(cutSource{r})
 	if dir != "" {
 		r.dirInfo, _ = os.Stat(dir)

@@ -213,3 +213,17 @@ func (s *Storage) TrimLog(ctx context.Context, agent string, through uint64) err
 	}
 	return nil
 }
+
+// PutWithMeta stores blocks and sets the metadata records meta (name,
+// value, ...) in one step.
+func (s *Storage) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ...[]byte) error {
+	if err := s.Put(ctx, blocks...); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 0; i+1 < len(meta); i += 2 {
+		s.meta[string(meta[i])] = bytes.Clone(meta[i+1])
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package dag
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/agentstate/agentstate/objects"
+)
+
+// The commit graph (docs/format.md, "Commit graph"): a store's commits
+// again, one metadata record each, numbered in the order the writer added
+// them, so that a walk of history reads neighbouring records instead of
+// commits scattered over the store by CID. A record holds the commit's
+// block itself (so its CID is computed from it, never taken on trust), its
+// generation number and, per parent, the parent's record number. It is a
+// cache: every record can be rebuilt from the commits, a reader checks
+// each record it uses and falls back to the commit object for anything the
+// graph lacks or holds damaged, and verify checks every record.
+
+const (
+	// GraphRecordPrefix names the records: GraphRecordPrefix + the record
+	// number's bitwise complement as 8 big-endian bytes (newest first in
+	// name order).
+	GraphRecordPrefix = "cgraph/r/"
+	// GraphIndexPrefix names the index: GraphIndexPrefix + a commit's
+	// binary CID, holding its record number (uvarint).
+	GraphIndexPrefix = "cgraph/i/"
+	// GraphPrefix is the prefix of every commit-graph record.
+	GraphPrefix = "cgraph/"
+
+	graphVersion = 1
+	// maxGraphParents bounds the parents a record may list (a commit has
+	// few; a damaged count must not allocate much).
+	maxGraphParents = 1 << 16
+)
+
+// ErrBadGraphRecord: a commit-graph record that does not decode or whose
+// checksum does not match.
+var ErrBadGraphRecord = errors.New("bad commit-graph record")
+
+// GraphStore is where a commit graph lives: a store's metadata records.
+type GraphStore interface {
+	GetMeta(ctx context.Context, name string) ([]byte, bool, error)
+}
+
+// GraphRecord is one commit's record in the graph.
+type GraphRecord struct {
+	// Gen is the generation number: 1 for a commit with no parent in the
+	// graph, else one more than the greatest of its parents'.
+	Gen uint64
+	// ParentSeqs holds, per parent of the commit in order, the parent's
+	// record number plus one, or 0 when the parent has no record.
+	ParentSeqs []uint64
+	// Commit is the commit's block (DAG-CBOR).
+	Commit []byte
+}
+
+// GraphRecordName is the name of record number seq.
+func GraphRecordName(seq uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], ^seq)
+	return GraphRecordPrefix + string(b[:])
+}
+
+// GraphRecordSeq is the record number a record name holds.
+func GraphRecordSeq(name string) (uint64, bool) {
+	if len(name) != len(GraphRecordPrefix)+8 || name[:len(GraphRecordPrefix)] != GraphRecordPrefix {
+		return 0, false
+	}
+	return ^binary.BigEndian.Uint64([]byte(name[len(GraphRecordPrefix):])), true
+}
+
+// GraphIndexName is the name of the index entry of commit c.
+func GraphIndexName(c objects.CID) string { return GraphIndexPrefix + string(c.Bytes()) }
+
+// EncodeGraphIndex encodes an index entry's value.
+func EncodeGraphIndex(seq uint64) []byte { return binary.AppendUvarint(nil, seq) }
+
+// DecodeGraphIndex decodes an index entry's value.
+func DecodeGraphIndex(v []byte) (uint64, bool) {
+	seq, n := binary.Uvarint(v)
+	return seq, n > 0 && n == len(v)
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// Encode returns the record's bytes: version byte 1, uvarint Gen, uvarint
+// count of parents, uvarint per parent, uvarint length of the commit block,
+// the block, then the CRC-32C (Castagnoli) of everything before it, 4 bytes
+// big-endian.
+func (g GraphRecord) Encode() []byte {
+	b := make([]byte, 0, 16+len(g.ParentSeqs)*4+len(g.Commit))
+	b = append(b, graphVersion)
+	b = binary.AppendUvarint(b, g.Gen)
+	b = binary.AppendUvarint(b, uint64(len(g.ParentSeqs)))
+	for _, p := range g.ParentSeqs {
+		b = binary.AppendUvarint(b, p)
+	}
+	b = binary.AppendUvarint(b, uint64(len(g.Commit)))
+	b = append(b, g.Commit...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// DecodeGraphRecord decodes a record's bytes, checking their form and
+// checksum (not the commit: see GraphRecord.Check). Commit aliases v.
+func DecodeGraphRecord(v []byte) (GraphRecord, error) {
+	var g GraphRecord
+	bad := func(what string) (GraphRecord, error) {
+		return GraphRecord{}, fmt.Errorf("%w: %s", ErrBadGraphRecord, what)
+	}
+	if len(v) < 6 {
+		return bad("too short")
+	}
+	body := v[:len(v)-4]
+	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(v[len(v)-4:]) {
+		return bad("checksum mismatch")
+	}
+	if body[0] != graphVersion {
+		return bad(fmt.Sprintf("version %d", body[0]))
+	}
+	p := body[1:]
+	next := func() (uint64, bool) {
+		x, n := binary.Uvarint(p)
+		if n <= 0 {
+			return 0, false
+		}
+		p = p[n:]
+		return x, true
+	}
+	var ok bool
+	if g.Gen, ok = next(); !ok {
+		return bad("generation")
+	}
+	np, ok := next()
+	if !ok || np > maxGraphParents || np > uint64(len(p)) {
+		return bad("parent count")
+	}
+	if np > 0 {
+		g.ParentSeqs = make([]uint64, np)
+	}
+	for i := range g.ParentSeqs {
+		if g.ParentSeqs[i], ok = next(); !ok {
+			return bad("parent")
+		}
+	}
+	n, ok := next()
+	if !ok || n != uint64(len(p)) {
+		return bad("commit length")
+	}
+	g.Commit = p
+	return g, nil
+}
+
+// Check decodes the record's commit and checks it against the record: the
+// commit must be a well-formed commit object and have as many parents as
+// the record lists. It returns the commit's CID (the hash of its block)
+// and the commit.
+func (g GraphRecord) Check() (objects.CID, *objects.Commit, error) {
+	cm, err := objects.DecodeCommit(g.Commit)
+	if err != nil {
+		return objects.CID{}, nil, fmt.Errorf("%w: %w", ErrBadGraphRecord, err)
+	}
+	if len(cm.Parents) != len(g.ParentSeqs) {
+		return objects.CID{}, nil, fmt.Errorf("%w: %d parent numbers for %d parents", ErrBadGraphRecord, len(g.ParentSeqs), len(cm.Parents))
+	}
+	return objects.Sum(objects.CodecDagCBOR, g.Commit), cm, nil
+}
+
+// graphReader reads commits from a commit graph for one walk, checking
+// each record it uses; a commit it cannot read from the graph is read from
+// the block store. It learns the record numbers of the parents of each
+// commit it reads, so a walk needs the index only where it starts.
+type graphReader struct {
+	gs   GraphStore
+	hint map[objects.CID]uint64 // a commit's record number, from a child's record
+}
+
+// read returns c's commit from the graph, or ok false when the graph has
+// no usable record of it.
+func (g *graphReader) read(ctx context.Context, c objects.CID) (*objects.Commit, []byte, bool) {
+	seq, ok := g.hint[c]
+	if ok {
+		delete(g.hint, c)
+	} else {
+		v, found, err := g.gs.GetMeta(ctx, GraphIndexName(c))
+		if err != nil || !found {
+			return nil, nil, false
+		}
+		if seq, ok = DecodeGraphIndex(v); !ok {
+			return nil, nil, false
+		}
+	}
+	v, found, err := g.gs.GetMeta(ctx, GraphRecordName(seq))
+	if err != nil || !found {
+		return nil, nil, false
+	}
+	rec, err := DecodeGraphRecord(v)
+	if err != nil {
+		return nil, nil, false
+	}
+	id, cm, err := rec.Check()
+	if err != nil || id != c {
+		return nil, nil, false
+	}
+	for i, p := range rec.ParentSeqs {
+		if p != 0 {
+			g.hint[cm.Parents[i]] = p - 1
+		}
+	}
+	return cm, rec.Commit, true
+}
+
+// commitReader is how a walk reads commits: from the commit cache, then
+// the commit graph, then the block store.
+type commitReader struct {
+	bs    objects.BlockStore
+	cache *CommitCache
+	graph *graphReader
+}
+
+func newCommitReader(bs objects.BlockStore) *commitReader {
+	rd := &commitReader{bs: bs}
+	rd.cache, _ = bs.(*CommitCache)
+	if rd.cache != nil && rd.cache.graph != nil {
+		rd.graph = &graphReader{gs: rd.cache.graph, hint: map[objects.CID]uint64{}}
+	}
+	return rd
+}
+
+func (rd *commitReader) read(ctx context.Context, c objects.CID) (*objects.Commit, error) {
+	if rd.graph == nil || c.Codec() != objects.CodecDagCBOR {
+		return ReadCommit(ctx, rd.bs, c)
+	}
+	if cm, _, ok := rd.cache.get(c); ok {
+		return cm, nil
+	}
+	if cm, data, ok := rd.graph.read(ctx, c); ok {
+		rd.cache.keep(c, cm, data)
+		return cm, nil
+	}
+	return ReadCommit(ctx, rd.bs, c)
+}

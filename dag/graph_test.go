@@ -1,0 +1,56 @@
+package dag_test
+
+import (
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/objects"
+)
+
+// The commit-graph record's test vector (docs/format.md, "Commit graph").
+func TestGraphRecordVector(t *testing.T) {
+	tree := objects.Sum(objects.CodecDagCBOR, []byte("tree"))
+	parent := objects.Sum(objects.CodecDagCBOR, []byte("parent"))
+	cm := &objects.Commit{Tree: tree, Parents: []objects.CID{parent}, Time: 1700000000, Message: "put k",
+		Metadata: map[string]string{"task": "t-1"}}
+	b, err := cm.Block()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := dag.GraphRecord{Gen: 2, ParentSeqs: []uint64{1}, Commit: b.Data}
+	enc := rec.Encode()
+	got := hex.EncodeToString(enc)
+	const want = "010201018f01a66176016474696d651a6553f1006474726565d82a58250001711220dc9c5edb8b2d479e697b4b0b8ab874f32b325138598ce9e7b759eb8292110622676d65737361676565707574206b67706172656e747381d82a58250001711220e47125968b3b71049fbc4802d1e40a71ea1359decfabacf70b34588037d4ff0c686d65746164617461a1647461736b63742d318e295673"
+	if got != want {
+		t.Fatalf("record of %s:\n%s\nwant\n%s", b.CID, got, want)
+	}
+	if n := dag.GraphRecordName(5); hex.EncodeToString([]byte(n)) != hex.EncodeToString([]byte("cgraph/r/"))+"fffffffffffffffa" {
+		t.Fatalf("name of record 5: %x", n)
+	}
+	if seq, ok := dag.GraphRecordSeq(dag.GraphRecordName(5)); !ok || seq != 5 {
+		t.Fatalf("seq of name: %d %v", seq, ok)
+	}
+	dec, err := dag.DecodeGraphRecord(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, dcm, err := dec.Check()
+	if err != nil || id != b.CID || dcm.Message != "put k" || dec.Gen != 2 || dec.ParentSeqs[0] != 1 {
+		t.Fatalf("decoded %s %+v %+v %v", id, dec, dcm, err)
+	}
+	// Every truncation and every flipped bit is refused, never a panic.
+	for i := range enc {
+		if _, err := dag.DecodeGraphRecord(enc[:i]); !errors.Is(err, dag.ErrBadGraphRecord) {
+			t.Fatalf("truncated to %d: %v", i, err)
+		}
+		for bit := range 8 {
+			bad := append([]byte(nil), enc...)
+			bad[i] ^= 1 << bit
+			if _, err := dag.DecodeGraphRecord(bad); !errors.Is(err, dag.ErrBadGraphRecord) {
+				t.Fatalf("bit %d of byte %d flipped: %v", bit, i, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package badger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentstate/agentstate/objects"
+	"github.com/dgraph-io/badger/v4"
+)
+
+// PutWithMeta stores the blocks not already present and sets the metadata
+// records meta (name, value, name, value, ...) in the same write, the
+// records after the blocks: a commit and its commit-graph record land
+// together, with one sync when writes are durable.
+func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ...[]byte) error {
+	if len(meta)%2 != 0 {
+		return fmt.Errorf("store: PutWithMeta: %d names and values", len(meta))
+	}
+	var missing []objects.Block
+	if len(blocks) > 0 {
+		err := s.db.View(func(txn *badger.Txn) error {
+			for _, b := range blocks {
+				_, err := txn.Get(blockKey(b.CID))
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					missing = append(missing, b)
+				} else if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("store: checking blocks: %w", err)
+		}
+	}
+	var n int64
+	for _, b := range missing {
+		n += int64(len(b.Data) + 64)
+	}
+	for _, m := range meta {
+		n += int64(len(m) + 8)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := s.checkWrite(n); err != nil {
+		return err
+	}
+	set := func(set func(k, v []byte) error) error {
+		for _, b := range missing {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := set(blockKey(b.CID), b.Data); err != nil {
+				return fmt.Errorf("store: writing block %s: %w", b.CID, err)
+			}
+		}
+		for i := 0; i < len(meta); i += 2 {
+			if err := set(metaKey(string(meta[i])), meta[i+1]); err != nil {
+				return fmt.Errorf("store: writing record: %w", err)
+			}
+		}
+		return nil
+	}
+	// A few entries go in one transaction (all or nothing); many in a
+	// write batch, which Badger may split, in order.
+	if len(missing)+len(meta)/2 <= 16 && n < 1<<20 {
+		err := s.db.Update(func(txn *badger.Txn) error { return set(txn.Set) })
+		if err == nil {
+			s.noteMoved(int(n))
+		}
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	if err := set(wb.Set); err != nil {
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("store: writing blocks: %w", err)
+	}
+	s.noteMoved(int(n))
+	return nil
+}
