@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strconv"
+	"strings"
 
 	"github.com/agentstate/agentstate/objects"
 )
@@ -22,11 +24,11 @@ import (
 
 const (
 	// GraphRecordPrefix names the records: GraphRecordPrefix + the record
-	// number's bitwise complement as 8 big-endian bytes (newest first in
-	// name order).
+	// number's bitwise complement as 16 lower-case hexadecimal digits
+	// (newest first in name order).
 	GraphRecordPrefix = "cgraph/r/"
-	// GraphIndexPrefix names the index: GraphIndexPrefix + a commit's
-	// binary CID, holding its record number (uvarint).
+	// GraphIndexPrefix names the index: GraphIndexPrefix + a commit's CID
+	// (its string form), holding its record number (uvarint).
 	GraphIndexPrefix = "cgraph/i/"
 	// GraphPrefix is the prefix of every commit-graph record.
 	GraphPrefix = "cgraph/"
@@ -60,21 +62,24 @@ type GraphRecord struct {
 
 // GraphRecordName is the name of record number seq.
 func GraphRecordName(seq uint64) string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], ^seq)
-	return GraphRecordPrefix + string(b[:])
+	return fmt.Sprintf("%s%016x", GraphRecordPrefix, ^seq)
 }
 
 // GraphRecordSeq is the record number a record name holds.
 func GraphRecordSeq(name string) (uint64, bool) {
-	if len(name) != len(GraphRecordPrefix)+8 || name[:len(GraphRecordPrefix)] != GraphRecordPrefix {
+	h, ok := strings.CutPrefix(name, GraphRecordPrefix)
+	if !ok || len(h) != 16 {
 		return 0, false
 	}
-	return ^binary.BigEndian.Uint64([]byte(name[len(GraphRecordPrefix):])), true
+	x, err := strconv.ParseUint(h, 16, 64)
+	if err != nil || fmt.Sprintf("%016x", x) != h {
+		return 0, false
+	}
+	return ^x, true
 }
 
 // GraphIndexName is the name of the index entry of commit c.
-func GraphIndexName(c objects.CID) string { return GraphIndexPrefix + string(c.Bytes()) }
+func GraphIndexName(c objects.CID) string { return GraphIndexPrefix + c.String() }
 
 // EncodeGraphIndex encodes an index entry's value.
 func EncodeGraphIndex(seq uint64) []byte { return binary.AppendUvarint(nil, seq) }

@@ -26,7 +26,7 @@ func TestGraphRecordVector(t *testing.T) {
 	if got != want {
 		t.Fatalf("record of %s:\n%s\nwant\n%s", b.CID, got, want)
 	}
-	if n := dag.GraphRecordName(5); hex.EncodeToString([]byte(n)) != hex.EncodeToString([]byte("cgraph/r/"))+"fffffffffffffffa" {
+	if n := dag.GraphRecordName(5); n != "cgraph/r/fffffffffffffffa" {
 		t.Fatalf("name of record 5: %x", n)
 	}
 	if seq, ok := dag.GraphRecordSeq(dag.GraphRecordName(5)); !ok || seq != 5 {

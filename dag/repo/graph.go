@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/agentstate/agentstate/dag"
@@ -325,7 +326,25 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 			rep.Problems = append(rep.Problems, "commit graph: "+fmt.Sprintf(format, a...))
 		}
 	}
-	err := r.Storage.MetaPrefix(ctx, dag.GraphRecordPrefix, func(name string, v []byte) error {
+	// One scan of the whole graph, index entries ("cgraph/i/") before
+	// records ("cgraph/r/"): one view of the store, so that commits a
+	// writer adds meanwhile are wholly in it or wholly not.
+	index := map[objects.CID]uint64{}
+	err := r.Storage.MetaPrefix(ctx, dag.GraphPrefix, func(name string, v []byte) error {
+		if strings.HasPrefix(name, dag.GraphIndexPrefix) {
+			c, err := objects.ParseCID(name[len(dag.GraphIndexPrefix):])
+			if err != nil {
+				problem("an index entry named %q", name)
+				return nil
+			}
+			seq, ok := dag.DecodeGraphIndex(v)
+			if !ok {
+				problem("index entry of %s: bad value", c.Short())
+				return nil
+			}
+			index[c] = seq
+			return nil
+		}
 		rep.Records++
 		seq, ok := dag.GraphRecordSeq(name)
 		if !ok {
@@ -370,21 +389,10 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 			problem("record %d: generation %d, want %d", seq, in.gen, gen+1)
 		}
 	}
-	err = r.Storage.MetaPrefix(ctx, dag.GraphIndexPrefix, func(name string, v []byte) error {
-		c, err := objects.CIDFromBytes([]byte(name[len(dag.GraphIndexPrefix):]))
-		if err != nil {
-			problem("an index entry named %x", name)
-			return nil
-		}
-		seq, ok := dag.DecodeGraphIndex(v)
-		if !ok {
-			problem("index entry of %s: bad value", c.Short())
-			return nil
-		}
+	for c, seq := range index {
 		if in, ok := recs[seq]; !ok || in.cid != c {
 			problem("index entry of %s names record %d, which does not hold it", c.Short(), seq)
 		}
-		return nil
-	})
-	return rep, err
+	}
+	return rep, nil
 }
