@@ -274,21 +274,8 @@ type History struct {
 // the walk start again (a few times) from the revision and the cuts as
 // they are then.
 func (v *View) Log(ctx context.Context, agent string, o LogOptions) (History, error) {
-	if o.Path != "" {
-		if err := objects.ValidateKey(o.Path); err != nil {
-			return History{}, classify(err)
-		}
-	}
-	if err := checkLogFilters(o); err != nil {
+	if err := v.checkLog(&o); err != nil {
 		return History{}, err
-	}
-	if from, to, ok, err := SplitRange(o.Rev); err != nil {
-		return History{}, err
-	} else if ok {
-		if o.Exclude != "" {
-			return History{}, badf("%q is a range and %q excluded too: give one", o.Rev, o.Exclude)
-		}
-		o.Rev, o.Exclude = to, from
 	}
 	for attempt := 1; ; attempt++ {
 		h, err := v.logOnce(ctx, agent, o)
@@ -299,49 +286,19 @@ func (v *View) Log(ctx context.Context, agent string, o LogOptions) (History, er
 }
 
 func (v *View) logOnce(ctx context.Context, agent string, o LogOptions) (History, error) {
-	head, err := v.checkAgent(ctx, agent)
+	var commits []Commit
+	h, err := v.logWalk(ctx, agent, o, func(c Commit, _ *History) error {
+		commits = append(commits, c)
+		return nil
+	})
 	if err != nil {
 		return History{}, err
 	}
-	start, _, err := v.resolve(ctx, agent, o.Rev)
-	if err != nil {
-		return History{}, err
+	h.Commits = commits
+	if h.Commits == nil {
+		h.Commits = []Commit{}
 	}
-	lo, cp, err := v.R.LogOptions(ctx, agent)
-	if err != nil {
-		return History{}, classify(err)
-	}
-	out := History{Head: head.Commit, Commits: []Commit{}}
-	if cp != nil {
-		out.Forgotten = &Forgotten{Time: cp.Time, Policy: cp.Policy, Ops: cp.ForgottenOps, Commits: cp.ForgottenCommits}
-	}
-	f, err := v.newLogFilter(ctx, agent, o, lo)
-	if err != nil {
-		return History{}, err
-	}
-	for le, err := range dag.LogWith(ctx, v.R.Blocks, start, lo) {
-		if err != nil {
-			return History{}, classify(err)
-		}
-		if o.Limit > 0 && len(out.Commits) >= o.Limit {
-			break
-		}
-		if ok, err := f.keeps(ctx, v, le); err != nil {
-			return History{}, err
-		} else if !ok {
-			continue
-		}
-		c := v.commitNoHash(le.CID, le.Commit)
-		if !o.NoBundleHash {
-			var err error
-			if c, err = v.commitOf(ctx, le.CID, le.Commit); err != nil {
-				return History{}, err
-			}
-		}
-		c.Cut = le.Cut
-		out.Commits = append(out.Commits, c)
-	}
-	return out, nil
+	return h, nil
 }
 
 // Change is one key that differs between two commits.

@@ -159,22 +159,32 @@ func runLog(ctx context.Context, o logOptions, args []string, out io.Writer) err
 	if o.N == 0 {
 		lo.Limit = 1
 	}
-	h, err := o.View.Log(ctx, o.Agent, lo)
-	if err != nil {
-		return err
-	}
-	if o.N == 0 {
-		h.Commits = h.Commits[:0]
-	}
+	// Printed as the walk goes (inspect.View.LogEach): the first commit
+	// of a long history shows at once, and none is held.
+	stdout := e.stdout
+	sw := newStreamWriter(stdout)
+	e.stdout = sw
+	var decos map[objects.CID]*inspect.Decoration
+	var jw *jsonArrayWriter
 	if o.JSON {
-		return e.writeJSON(h.Commits)
+		jw = &jsonArrayWriter{w: sw}
 	}
-	decos, err := o.View.Decorations(ctx, o.Agent)
-	if err != nil {
-		return err
-	}
-	for i, c := range h.Commits {
-		e.printLogEntry(c, o.Oneline, i+1, decos[c.CID])
+	printed := 0
+	h, err := o.View.LogEach(ctx, o.Agent, lo, func(c inspect.Commit, h *inspect.History) error {
+		if o.N == 0 {
+			return nil
+		}
+		printed++
+		if jw != nil {
+			return jw.add(c)
+		}
+		if decos == nil {
+			var err error
+			if decos, err = o.View.Decorations(ctx, o.Agent); err != nil {
+				return err
+			}
+		}
+		e.printLogEntry(c, o.Oneline, printed, decos[c.CID])
 		if o.Patch || o.Stat {
 			if err := e.printLogChanges(ctx, o, c); err != nil {
 				return err
@@ -183,9 +193,20 @@ func runLog(ctx context.Context, o logOptions, args []string, out io.Writer) err
 		if len(c.Cut) > 0 {
 			e.printCut(h.Forgotten, o.Oneline)
 		}
+		return sw.err
+	})
+	if err == nil && jw != nil {
+		err = jw.end()
+	}
+	if ferr := sw.Flush(); err == nil {
+		err = ferr
+	}
+	e.stdout = stdout
+	if err != nil {
+		return err
 	}
 	if o.Follow {
-		return e.followLog(o.View, o.Served, h.Head, o.Path, o.Oneline, len(h.Commits))
+		return e.followLog(o.View, o.Served, h.Head, o.Path, o.Oneline, printed)
 	}
 	return nil
 }
