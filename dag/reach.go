@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstate/agentstate/internal/progress"
 	"github.com/agentstate/agentstate/objects"
 )
 
@@ -21,6 +22,17 @@ func (r Reach) Add(c objects.CID) { r[c] = struct{}{} }
 type ReachSet interface {
 	Has(c objects.CID) bool
 	Add(c objects.CID)
+}
+
+// countingSet counts the blocks added to a walk's set.
+type countingSet struct {
+	ReachSet
+	c *progress.Counter
+}
+
+func (s countingSet) Add(c objects.CID) {
+	s.ReachSet.Add(c)
+	s.c.Add(1)
 }
 
 // Problem is one defect found by a walk: a missing, corrupt or undecodable
@@ -89,6 +101,9 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 	if seen == nil {
 		own = Reach{}
 		seen = own
+	}
+	if pc := progress.Start(ctx, -1); pc != nil {
+		seen = countingSet{seen, pc} // blocks reached, for a progress bar
 	}
 	var problems []Problem
 	visit := func(c objects.CID, data []byte) error {

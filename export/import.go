@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentstate/agentstate/internal/progress"
 	"github.com/agentstate/agentstate/objects"
 )
 
@@ -89,7 +90,15 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 		}
 	}
 	res.Read = len(toRead)
+	// Progress: the bytes of the files read (those the cache trusts are
+	// not).
+	var bytes int64
+	for _, i := range toRead {
+		bytes += files[i].Size
+	}
+	pc := progress.Start(ctx, bytes)
 	err = readInto(ctx, bs, files, toRead, func(i int, v objects.CID) error {
+		pc.Add(files[i].Size)
 		next.entries[i].value = v
 		_, err := t.Put(ctx, files[i].Key, v)
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/internal/progress"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 )
@@ -476,6 +477,8 @@ func (r *Repo) walkAll(ctx context.Context, opts dag.WalkOptions, overrides map[
 		}
 		opts.Absent = set.absent
 	}
+	// One progress count over every walk below.
+	ctx, _ = progress.Begin(ctx, -1)
 	// Agents never forgotten walk together.
 	var plain []objects.CID
 	reach := dag.Reach{}

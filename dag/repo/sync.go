@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/internal/progress"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 	"github.com/agentstate/agentstate/refs/tape"
@@ -61,7 +62,7 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 	if err != nil {
 		return st, err
 	}
-	f := &fetcher{ctx: ctx, r: r, src: src, st: &st, pending: map[objects.CID][]byte{}, seen: map[objects.CID]fetchSeen{}}
+	f := &fetcher{ctx: ctx, r: r, src: src, st: &st, pending: map[objects.CID][]byte{}, seen: map[objects.CID]fetchSeen{}, progress: progress.Start(ctx, -1)}
 	f.view = &pendingView{f: f}
 	f.ranges = objects.NewTreeRanges(f.view)
 	var commits []objects.Block // newest first: written last, oldest first
@@ -97,6 +98,7 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 		commits = append(commits, objects.Block{CID: c, Data: data})
 		st.Blocks++
 		st.Bytes += int64(len(data))
+		f.progress.Add(int64(len(data)))
 		for _, p := range cm.Parents {
 			if gone(c, p) {
 				if ok, err := src.Blocks.Has(ctx, p); err != nil {
@@ -131,15 +133,16 @@ func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStat
 
 // fetcher copies trees and values for Fetch.
 type fetcher struct {
-	ctx     context.Context
-	r, src  *Repo
-	st      *SyncStats
-	batch   []objects.Block
-	pending map[objects.CID][]byte // the batch, by CID (read by the checks)
-	size    int
-	seen    map[objects.CID]fetchSeen
-	view    *pendingView
-	ranges  *objects.TreeRanges
+	ctx      context.Context
+	r, src   *Repo
+	st       *SyncStats
+	progress *progress.Counter // bytes fetched, for a progress bar
+	batch    []objects.Block
+	pending  map[objects.CID][]byte // the batch, by CID (read by the checks)
+	size     int
+	seen     map[objects.CID]fetchSeen
+	view     *pendingView
+	ranges   *objects.TreeRanges
 }
 
 // fetchSeen is what the fetch knows of a block it met: for a tree node, the
@@ -170,6 +173,7 @@ func (f *fetcher) add(c objects.CID, data []byte) error {
 	f.size += len(data)
 	f.st.Blocks++
 	f.st.Bytes += int64(len(data))
+	f.progress.Add(int64(len(data)))
 	if f.size >= syncBatch {
 		return f.flush()
 	}

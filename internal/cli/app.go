@@ -139,7 +139,7 @@ func (e *env) main(args []string) int {
 		err = e.agentFromConfig()
 	}
 	if err == nil && e.action != nil {
-		err = e.paging(e.action)
+		err = e.paging(func() error { return e.withProgressBar(e.action) }) // progress.go
 	}
 	if err == nil {
 		return 0

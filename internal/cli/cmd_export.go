@@ -9,6 +9,7 @@ import (
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/internal/atomicfile"
+	"github.com/agentstate/agentstate/internal/progress"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,6 +37,9 @@ func (e *env) runExport(c *cli.Context) error {
 			return err
 		}
 		return writeOutput(e.path(c.String("output")), e.stdout, func(w io.Writer) error {
+			if pc := progress.Start(e.ctx, -1); pc != nil {
+				w = countingWriter{w, pc} // progress: the bytes written
+			}
 			if format == "car" {
 				lo, _, err := r.LogOptions(e.ctx, e.agent)
 				if err != nil {

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
+	"github.com/agentstate/agentstate/internal/progress"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/refs"
 	"github.com/urfave/cli/v2"
@@ -34,6 +36,16 @@ func (e *env) runImport(c *cli.Context) error {
 		}
 		defer f.Close()
 		in = f
+	}
+	// Progress: the bytes read, of the file's size when it has one.
+	size := int64(-1)
+	if f, ok := in.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	}
+	if pc := progress.Start(e.ctx, size); pc != nil {
+		in = countingReader{in, pc}
 	}
 	br := bufio.NewReaderSize(in, 1<<20)
 	if isCAR(br) {
