@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +13,8 @@ import (
 // PutWithMeta stores the blocks not already present and sets the metadata
 // records meta (name, value, name, value, ...) in the same write, the
 // records after the blocks: a commit and its commit-graph record land
-// together, with one sync when writes are durable.
+// together, with one sync when writes are durable, or are held together
+// when ctx defers writes (Deferred).
 func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ...[]byte) error {
 	if len(meta)%2 != 0 {
 		return fmt.Errorf("store: PutWithMeta: %d names and values", len(meta))
@@ -21,7 +23,11 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 	if len(blocks) > 0 {
 		err := s.db.View(func(txn *badger.Txn) error {
 			for _, b := range blocks {
-				_, err := txn.Get(blockKey(b.CID))
+				k := blockKey(b.CID)
+				if _, ok := s.held.get(k); ok {
+					continue
+				}
+				_, err := txn.Get(k)
 				if errors.Is(err, badger.ErrKeyNotFound) {
 					missing = append(missing, b)
 				} else if err != nil {
@@ -47,6 +53,20 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 	if err := s.checkWrite(n); err != nil {
 		return err
 	}
+	if s.deferring(ctx) {
+		// Held with the blocks a deferred write holds (deferred.go), in
+		// order: the next durable write carries them all.
+		for _, b := range missing {
+			s.held.add(blockKey(b.CID), b.Data)
+		}
+		for i := 0; i < len(meta); i += 2 {
+			s.held.add(metaKey(string(meta[i])), bytes.Clone(meta[i+1]))
+		}
+		if s.held.size() > maxHeld {
+			return s.flushHeld()
+		}
+		return nil
+	}
 	set := func(set func(k, v []byte) error) error {
 		for _, b := range missing {
 			if err := ctx.Err(); err != nil {
@@ -66,17 +86,21 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 	// A few entries go in one transaction (all or nothing); many in a
 	// write batch, which Badger may split, in order.
 	if len(missing)+len(meta)/2 <= 16 && n < 1<<20 {
-		err := s.db.Update(func(txn *badger.Txn) error { return set(txn.Set) })
+		err := s.update(func(txn *badger.Txn) error { return set(txn.Set) })
 		if err == nil {
 			s.noteMoved(int(n))
 		}
 		return err
+	}
+	if err := s.flushHeld(); err != nil {
+		return fmt.Errorf("store: writing blocks: %w", err)
 	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	if err := set(wb.Set); err != nil {
 		return err
 	}
+	s.writes.Add(1)
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("store: writing blocks: %w", err)
 	}
