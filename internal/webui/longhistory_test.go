@@ -1,0 +1,231 @@
+package webui_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentstate/agentstate/dag/inspect"
+	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/chromedp/chromedp"
+)
+
+// longHistory puts n commits on lumen's HEAD in the fixture's store,
+// written straight through the library in batches (a commit block each,
+// then one reset): every thousandth writes a key under deep/ (a tree
+// edit), the others keep the tree and differ by message, "bulk N".
+func longHistory(t *testing.T, r *repo.Repo, n int) {
+	t.Helper()
+	ctx := context.Background()
+	head, err := r.Resolve(ctx, "lumen", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := r.Commit(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, tm := cm.Tree, cm.Time
+	var batch []objects.Block
+	flush := func() {
+		if err := r.Blocks.Put(ctx, batch...); err != nil {
+			t.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	for i := range n {
+		if i%1000 == 999 {
+			flush() // the tree edit reads what came before
+			tr, err := objects.LoadTree(ctx, r.Blocks, tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := objects.NewValue(fmt.Appendf(nil, "deep %d\n", i))
+			if err := r.Blocks.Put(ctx, v); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tr.Put(ctx, fmt.Sprintf("deep/k%06d.md", i), v.CID); err != nil {
+				t.Fatal(err)
+			}
+			if tree, err = tr.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tm++
+		c := &objects.Commit{Tree: tree, Parents: []objects.CID{head}, Time: tm, Message: fmt.Sprintf("bulk %d", i)}
+		b, err := c.Block()
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, b)
+		head = b.CID
+		if len(batch) == 5000 {
+			flush()
+		}
+	}
+	flush()
+	if _, err := r.Reset(ctx, "lumen", head); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The history of 100,000 commits in Chromium, at 1440 and 390 px: the
+// first screen is the newest 200, "older" pages on (each page the log's
+// next 200), a cursor 99,850 commits down opens the last page (no
+// "older"), a search by text and a filter by key prefix find what they
+// should within their bounded walk, two commits picked in the list
+// compare, and nothing is wider than a 390-px window.
+func TestHistory100kInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("Debian's chromium is needed (apt-get install chromium; .ci/run installs it): ", err)
+	}
+	r, srv := fixture(t)
+	ctx0 := context.Background()
+	v := inspect.New(r)
+	before, err := v.Log(ctx0, "lumen", inspect.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 100_000
+	built := time.Now()
+	longHistory(t, r, n)
+	t.Logf("%d commits written in %v", n, time.Since(built).Round(time.Millisecond))
+	page := func(cursor string) inspect.LogPage {
+		p, err := v.LogPage(ctx0, "lumen", inspect.LogPageOptions{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cids := func(p inspect.LogPage) []string {
+		var out []string
+		for _, c := range p.Commits {
+			out = append(out, c.CID.String())
+		}
+		return out
+	}
+	p1 := page("")
+	p2 := page(p1.Next)
+	p3 := page(p2.Next)
+	deep, err := v.LogPage(ctx0, "lumen", inspect.LogPageOptions{Limit: len(before.Commits) + n - 150})
+	if err != nil || deep.Next == "" {
+		t.Fatal(err)
+	}
+	last := page(deep.Next)
+
+	shots := screenshots(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
+		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1440, 900))
+	actx, cancel := chromedp.NewExecAllocator(ctx0, opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 180*time.Second)
+	defer cancel()
+	must := func(step string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var png []byte
+			if err := chromedp.CaptureScreenshot(&png).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
+		})
+	}
+	goTo := func(hash string) chromedp.Action {
+		return chromedp.Tasks{chromedp.Navigate(srv.URL + hash), chromedp.Reload()}
+	}
+	rows := func(into *[]string) chromedp.Action {
+		return chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit')].map(tr => tr.dataset.cid)`, into)
+	}
+	fits := func(step string, width int) {
+		t.Helper()
+		var sw, wide int
+		must(step+": width", chromedp.Sleep(100*time.Millisecond), chromedp.Evaluate(`document.documentElement.scrollWidth`, &sw),
+			chromedp.Evaluate(`[...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.scroll')).length`, &wide))
+		if sw > width || wide > 0 {
+			t.Errorf("%s at %d px: page %d px wide, %d elements past the window's edge", step, width, sw, wide)
+		}
+	}
+
+	// The first screen, then older twice.
+	var got []string
+	start := time.Now()
+	must("first screen", chromedp.EmulateViewport(1440, 900), goTo("/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`), rows(&got))
+	t.Logf("first screen of %d commits in %v (measured, not asserted)", n, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	must("first screen again", goTo("/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`))
+	t.Logf("loaded again (the browser started) in %v (measured, not asserted)", time.Since(start).Round(time.Millisecond))
+	must("first screen shot", shot("l1-100k-first-1440"))
+	if !slices.Equal(got, cids(p1)) {
+		t.Fatalf("first screen: %d rows, not the log's newest 200", len(got))
+	}
+	fits("first screen", 1440)
+	for i, want := range [][]string{cids(p2), cids(p3)} {
+		must(fmt.Sprintf("older %d", i+1), chromedp.Click(`#history-nav a.older`),
+			chromedp.Poll(fmt.Sprintf(`document.querySelector('#history tr.commit') && document.querySelector('#history tr.commit').dataset.cid === %q`, want[0]), nil),
+			rows(&got))
+		if !slices.Equal(got, want) {
+			t.Fatalf("older page %d: %d rows, not the log's", i+2, len(got))
+		}
+	}
+	// The last page, from a cursor 99,850 commits down: no older.
+	var older int
+	must("last page", goTo("/#/a/lumen/history?cursor="+url.QueryEscape(deep.Next)), chromedp.WaitVisible(`#history tr.commit`), rows(&got),
+		chromedp.Evaluate(`document.querySelectorAll('#history-nav a.older').length`, &older), shot("l2-100k-last-1440"))
+	if !slices.Equal(got, cids(last)) || older != 0 || len(got) != 150 {
+		t.Fatalf("last page: %d rows (want %d), %d older links", len(got), len(last.Commits), older)
+	}
+	// Search by text: the newest commit's message.
+	var msgs []string
+	must("search", goTo("/#/a/lumen/history?grep="+url.QueryEscape(fmt.Sprintf("bulk %d", n-1))),
+		chromedp.Poll(`document.querySelectorAll('#history a.msg').length === 1`, nil),
+		chromedp.Evaluate(`[...document.querySelectorAll('#history a.msg')].map(a => a.textContent)`, &msgs), shot("l3-100k-search-1440"))
+	if len(msgs) != 1 || msgs[0] != fmt.Sprintf("bulk %d", n-1) {
+		t.Fatalf("search: %q", msgs)
+	}
+	// Filter by key prefix: within the first page's walk of 5,000 commits,
+	// the five that wrote under deep/, and a cursor on.
+	must("filter by key", goTo("/#/a/lumen/history?prefix=deep%2F"), chromedp.Poll(`document.querySelectorAll('#history a.msg').length === 5`, nil),
+		chromedp.Evaluate(`[...document.querySelectorAll('#history a.msg')].map(a => a.textContent)`, &msgs),
+		chromedp.Evaluate(`document.querySelectorAll('#history-nav a.older').length`, &older), shot("l4-100k-prefix-1440"))
+	if !slices.Equal(msgs, []string{"bulk 99999", "bulk 98999", "bulk 97999", "bulk 96999", "bulk 95999"}) || older == 0 {
+		t.Fatalf("filter by deep/: %q, %d older links", msgs, older)
+	}
+	// Compare: two commits 149 apart with the same tree change nothing;
+	// the newest and the 199th (picked in the list) differ by the deep/ key
+	// the newest wrote.
+	var keys []string
+	must("compare", goTo("/#/a/lumen/compare?"+url.Values{"from": {cids(p1)[150]}, "to": {cids(p1)[1]}}.Encode()), chromedp.WaitVisible(`#compare-sides`),
+		chromedp.Evaluate(`[...document.querySelectorAll('#changes .key')].map(k => k.textContent)`, &keys))
+	if len(keys) != 0 {
+		t.Fatalf("compare within one run of unchanged trees: %q", keys)
+	}
+	must("pick two", goTo("/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`),
+		chromedp.Click(`#history tr.commit:nth-child(2) input.pick`), chromedp.Click(`#history tr.commit:nth-child(200) input.pick`),
+		chromedp.Click(`#compare-picked`), chromedp.WaitVisible(`#compare-sides`), chromedp.Sleep(300*time.Millisecond),
+		chromedp.Evaluate(`[...document.querySelectorAll('#changes .key')].map(k => k.textContent)`, &keys), shot("l5-100k-compare-1440"))
+	if !slices.Equal(keys, []string{"deep/k099999.md"}) {
+		t.Fatalf("compare the newest and the 199th: %q", keys)
+	}
+	// 390 px.
+	for _, h := range []string{"/#/a/lumen", "/#/a/lumen/history?cursor=" + url.QueryEscape(deep.Next), "/#/a/lumen/history?prefix=deep%2F"} {
+		must("390: "+h, chromedp.EmulateViewport(390, 844), goTo(h), chromedp.WaitVisible(`#history tr.commit`))
+		fits(h, 390)
+	}
+	must("390 shot", goTo("/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`), shot("l6-100k-first-390"))
+	t.Logf("screenshots in %s", shots)
+}
