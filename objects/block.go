@@ -42,6 +42,17 @@ type BlockLister interface {
 	AllCIDs(ctx context.Context) iter.Seq2[CID, error]
 }
 
+// BlockScanner is an optional ability of a BlockStore: every stored block
+// in one pass, in the store's own order, where a Get of each would be a
+// lookup of its own (on disk: Badger's key order, each table block read and
+// decompressed once). fn gets each block's CID and its size in bytes and,
+// when want is nil or want(c) is true, its bytes as stored: NOT re-hashed,
+// so the caller checks them (Verify) before trusting them; they are the
+// caller's to keep. An error from fn stops the scan and is returned.
+type BlockScanner interface {
+	ScanBlocks(ctx context.Context, want func(c CID) bool, fn func(c CID, size int64, data []byte) error) error
+}
+
 // BlockDeleter is an optional ability of a BlockStore, used only by gc.
 type BlockDeleter interface {
 	Delete(ctx context.Context, cids ...CID) error

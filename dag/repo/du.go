@@ -54,15 +54,25 @@ type KeyUsage struct {
 // DiskUsage measures the store and, when agent is not "", its history
 // (walking no link a forget cut), newest commit first.
 //
-// One walk of the whole store (gc's) reads every live block once and notes
-// its size; a pass over the stored blocks adds the ones nothing reaches.
-// The history is then walked oldest commit first, each tree node and
+// Where the storage can, every block is read once in the store's own order
+// (scanStore: the size of every block, the bytes of every commit, tree node
+// and chunk node, kept in memory), and every walk below reads from that;
+// otherwise one walk of the whole store (gc's) reads every live block once
+// and notes its size, and a pass over the stored blocks adds the ones
+// nothing reaches. The history is then walked oldest commit first, each tree node and
 // chunked value once: a node's subtree bytes are noted as it is left, so a
 // node met again is a subtree met again, both its size (Size) and nothing
 // new (Added) without reading it.
 func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 	var u Usage
-	w := &usageWalk{r: r, blocks: map[blockID]blockUsage{}}
+	w := &usageWalk{r: r, bs: r.Blocks, blocks: map[blockID]blockUsage{}}
+	if sc, ok := r.Storage.(objects.BlockScanner); ok {
+		view, err := scanStore(ctx, sc, r.Blocks, false)
+		if err != nil {
+			return u, err
+		}
+		w.bs, w.view = view, view
+	}
 	if err := w.store(ctx, &u.Store); err != nil {
 		return u, err
 	}
@@ -84,7 +94,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		message           string
 	}
 	var history []entry
-	for le, err := range dag.LogWith(ctx, r.Blocks, h.Commit, lo) {
+	for le, err := range dag.LogWith(ctx, w.bs, h.Commit, lo) {
 		if err != nil {
 			return u, err
 		}
@@ -115,13 +125,13 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		u.Commits = append(u.Commits, CommitUsage{CID: e.cid, Time: e.time, Message: e.message, Size: total, Added: added, Shared: total - added})
 		from := objects.EmptyTreeCID
 		if !e.parent.IsZero() {
-			pc, err := r.Commit(ctx, e.parent)
+			pc, err := dag.ReadCommit(ctx, w.bs, e.parent)
 			if err != nil {
 				return u, err
 			}
 			from = pc.Tree
 		}
-		for ch, err := range objects.DiffTrees(ctx, r.Blocks, from, e.tree) {
+		for ch, err := range objects.DiffTrees(ctx, w.bs, from, e.tree) {
 			if err != nil {
 				return u, err
 			}
@@ -147,7 +157,11 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		}
 	}
 	slices.Reverse(u.Commits)
-	headTree, err := r.Tree(ctx, h.Commit)
+	hc, err := dag.ReadCommit(ctx, w.bs, h.Commit)
+	if err != nil {
+		return u, err
+	}
+	headTree, err := objects.LoadTree(ctx, w.bs, hc.Tree)
 	if err != nil {
 		return u, err
 	}
@@ -193,12 +207,36 @@ type blockUsage struct {
 // and the history's tree nodes and values walked so far.
 type usageWalk struct {
 	r      *Repo
+	bs     objects.BlockStore // r.Blocks, or view
+	view   *scanned           // the store read in one pass, when it could be
 	blocks map[blockID]blockUsage
 }
 
 // store counts every stored block, live or reclaimable, noting the size of
 // each live one for the history walk.
 func (w *usageWalk) store(ctx context.Context, su *StoreUsage) error {
+	if w.view != nil {
+		reach, _, err := w.r.walkAllIn(ctx, w.bs, dag.WalkOptions{}, nil)
+		if err != nil {
+			return err
+		}
+		live := make(map[blockID]struct{}, len(reach))
+		for c := range reach {
+			live[idOf(c)] = struct{}{}
+		}
+		for id, size := range w.view.sizes {
+			su.Blocks++
+			su.Bytes += size
+			if _, ok := live[id]; ok {
+				su.LiveBlocks++
+				su.LiveBytes += size
+			} else {
+				su.Reclaimable++
+				su.ReclaimableBytes += size
+			}
+		}
+		return nil
+	}
 	reach, _, err := w.r.walkAll(ctx, dag.WalkOptions{Visit: func(c objects.CID, data []byte) error {
 		w.blocks[idOf(c)] = blockUsage{size: int64(len(data)), walked: -1}
 		return nil
@@ -240,7 +278,12 @@ func (w *usageWalk) size(ctx context.Context, c objects.CID) (int64, error) {
 	if b, ok := w.blocks[idOf(c)]; ok {
 		return b.size, nil
 	}
-	data, err := w.r.Blocks.Get(ctx, c)
+	if w.view != nil {
+		if n, ok := w.view.size(c); ok {
+			return n, nil
+		}
+	}
+	data, err := w.bs.Get(ctx, c)
 	if err != nil {
 		return 0, err
 	}
@@ -269,7 +312,7 @@ func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, 
 	if depth >= objects.MaxTreeDepth {
 		return 0, 0, &objects.TreeError{Node: t, Reason: fmt.Sprintf("is below a path deeper than %d nodes", objects.MaxTreeDepth)}
 	}
-	data, err := w.r.Blocks.Get(ctx, t)
+	data, err := w.bs.Get(ctx, t)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -303,12 +346,15 @@ func (w *usageWalk) value(ctx context.Context, v objects.CID, depth int) (total,
 	if ok && b.walked >= 0 {
 		return b.walked, 0, nil
 	}
+	if !ok && w.view != nil && v.Codec() == objects.CodecRaw {
+		b.size, ok = w.view.size(v)
+	}
 	if depth > objects.MaxChunkDepth {
 		return 0, 0, &objects.ChunkError{Node: v, Reason: fmt.Sprintf("chunk list nodes nested deeper than %d", objects.MaxChunkDepth)}
 	}
 	var data []byte
 	if !ok || v.Codec() == objects.CodecDagCBOR { // a raw block's size is all there is to know
-		if data, err = w.r.Blocks.Get(ctx, v); err != nil {
+		if data, err = w.bs.Get(ctx, v); err != nil {
 			return 0, 0, err
 		}
 		b.size = int64(len(data))

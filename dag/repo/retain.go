@@ -457,6 +457,11 @@ func (r *Repo) rootsByAgent(ctx context.Context, overrides map[string]*Checkpoin
 
 // walkAll walks every agent's roots with its cuts and returns the union.
 func (r *Repo) walkAll(ctx context.Context, opts dag.WalkOptions, overrides map[string]*Checkpoint) (dag.Reach, []dag.Problem, error) {
+	return r.walkAllIn(ctx, r.Blocks, opts, overrides)
+}
+
+// walkAllIn is walkAll reading blocks from bs (a scanned view of the store).
+func (r *Repo) walkAllIn(ctx context.Context, bs objects.BlockStore, opts dag.WalkOptions, overrides map[string]*Checkpoint) (dag.Reach, []dag.Problem, error) {
 	byAgent, err := r.rootsByAgent(ctx, overrides)
 	if err != nil {
 		return nil, nil, err
@@ -496,13 +501,13 @@ func (r *Repo) walkAll(ctx context.Context, opts dag.WalkOptions, overrides map[
 		}
 		o := opts
 		o.Cut = ar.cp.IsCut
-		rc, ps, err := dag.Walk(ctx, r.Blocks, ar.commits, o)
+		rc, ps, err := dag.Walk(ctx, bs, ar.commits, o)
 		if err != nil {
 			return nil, nil, err
 		}
 		merge(rc, ps)
 	}
-	rc, ps, err := dag.Walk(ctx, r.Blocks, plain, opts)
+	rc, ps, err := dag.Walk(ctx, bs, plain, opts)
 	if err != nil {
 		return nil, nil, err
 	}

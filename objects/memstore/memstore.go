@@ -73,6 +73,30 @@ func (s *Store) AllCIDs(ctx context.Context) iter.Seq2[objects.CID, error] {
 	}
 }
 
+// ScanBlocks implements objects.BlockScanner over a copy of the block list
+// (any order).
+func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn func(c objects.CID, size int64, data []byte) error) error {
+	s.mu.RLock()
+	blocks := make([]objects.Block, 0, len(s.blocks))
+	for c, d := range s.blocks {
+		blocks = append(blocks, objects.Block{CID: c, Data: d})
+	}
+	s.mu.RUnlock()
+	for _, b := range blocks {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var data []byte
+		if want == nil || want(b.CID) {
+			data = append([]byte(nil), b.Data...)
+		}
+		if err := fn(b.CID, int64(len(b.Data)), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Corrupt replaces a block's bytes without changing its CID (for tests of
 // verify-on-read).
 func (s *Store) Corrupt(c objects.CID, data []byte) {
