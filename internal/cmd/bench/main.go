@@ -194,6 +194,8 @@ var workloads = []workload{
 	{22, "commit DIR after a task changed a 32 MiB memory.db and 3 skills (CLI)", w22TaskCommit},
 	{23, "commit DIR of 1,000,000 small files (CLI)", w23MillionFiles},
 	{24, "runtime tasks of one durable write, one writer (Sync)", w24DurableTasks},
+	{25, "du of a store of about 607k blocks (CLI)", w25Du},
+	{26, "verify of about 607k blocks vs sha256 of the same bytes (CLI)", w26Verify},
 }
 
 // row is one line of the result table. Times are in the unit the row says.
