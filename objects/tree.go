@@ -584,6 +584,27 @@ func stub(c CID) *node {
 	return &node{cid: c}
 }
 
+// NodeEntries returns a tree node's subtrees and its entries (key and value
+// CID), decoding it once: what a walk that needs the keys as well reads
+// (du's growth per key).
+func NodeEntries(data []byte) (subtrees []CID, entries []Entry, err error) {
+	left, es, err := decodeNode(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !left.IsZero() {
+		subtrees = append(subtrees, left)
+	}
+	entries = make([]Entry, 0, len(es))
+	for _, e := range es {
+		entries = append(entries, Entry{Key: e.key, Value: e.val})
+		if !e.right.IsZero() {
+			subtrees = append(subtrees, e.right)
+		}
+	}
+	return subtrees, entries, nil
+}
+
 // NodeLinks returns the CIDs a tree node links to: subtrees and values. Used
 // by reachability walks (gc, verify, CAR export).
 func NodeLinks(data []byte) (subtrees, values []CID, err error) {

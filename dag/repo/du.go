@@ -59,10 +59,11 @@ type KeyUsage struct {
 // and chunk node, kept in memory), and every walk below reads from that;
 // otherwise one walk of the whole store (gc's) reads every live block once
 // and notes its size, and a pass over the stored blocks adds the ones
-// nothing reaches. The history is then walked oldest commit first, each tree node and
-// chunked value once: a node's subtree bytes are noted as it is left, so a
-// node met again is a subtree met again, both its size (Size) and nothing
-// new (Added) without reading it.
+// nothing reaches. The history is then walked oldest commit first, each
+// tree node and chunked value once: a node's subtree bytes are noted as it
+// is left, so a node met again is a subtree met again, both its size (Size)
+// and nothing new (Added) without reading it. A key's versions are the
+// distinct values in the entries of the nodes so walked.
 func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 	var u Usage
 	w := &usageWalk{r: r, bs: r.Blocks, blocks: map[blockID]blockUsage{}}
@@ -71,7 +72,7 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		if err != nil {
 			return u, err
 		}
-		w.bs, w.view = view, view
+		w.bs, w.view, w.blocks = view, view, view.sizes // every block's size known: walked fills in
 	}
 	if err := w.store(ctx, &u.Store); err != nil {
 		return u, err
@@ -89,27 +90,39 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		return u, err
 	}
 	type entry struct {
-		cid, tree, parent objects.CID // parent: the first, the zero CID when none or cut
-		time              int64
-		message           string
+		cid, tree objects.CID
+		time      int64
+		message   string
 	}
 	var history []entry
 	for le, err := range dag.LogWith(ctx, w.bs, h.Commit, lo) {
 		if err != nil {
 			return u, err
 		}
-		e := entry{cid: le.CID, tree: le.Commit.Tree, time: le.Commit.Time, message: le.Commit.Message}
-		if len(le.Commit.Parents) > 0 && len(le.Cut) == 0 {
-			e.parent = le.Commit.Parents[0]
+		history = append(history, entry{cid: le.CID, tree: le.Commit.Tree, time: le.Commit.Time, message: le.Commit.Message})
+	}
+	// A key's versions are the distinct values it has in the history's
+	// trees: the entries of every tree node the walk meets, each node once
+	// (a node met again holds entries already counted).
+	type keyAcc struct {
+		KeyUsage
+		seen []blockID
+	}
+	keys := map[string]*keyAcc{}
+	w.entry = func(key string, v objects.CID, size int64) {
+		ka := keys[key]
+		if ka == nil {
+			ka = &keyAcc{KeyUsage: KeyUsage{Key: key}}
+			keys[key] = ka
 		}
-		history = append(history, e)
+		id := idOf(v)
+		if slices.Contains(ka.seen, id) {
+			return
+		}
+		ka.seen = append(ka.seen, id)
+		ka.Versions++
+		ka.Bytes += size
 	}
-	keys := map[string]*KeyUsage{}
-	type keyValue struct {
-		key string
-		v   blockID
-	}
-	versions := map[keyValue]struct{}{}
 	// Oldest first: what each commit added that no older one had.
 	for i := len(history) - 1; i >= 0; i-- {
 		e := history[i]
@@ -123,38 +136,6 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		}
 		total, added = total+cs, added+cs // each commit of a history is its own
 		u.Commits = append(u.Commits, CommitUsage{CID: e.cid, Time: e.time, Message: e.message, Size: total, Added: added, Shared: total - added})
-		from := objects.EmptyTreeCID
-		if !e.parent.IsZero() {
-			pc, err := dag.ReadCommit(ctx, w.bs, e.parent)
-			if err != nil {
-				return u, err
-			}
-			from = pc.Tree
-		}
-		for ch, err := range objects.DiffTrees(ctx, w.bs, from, e.tree) {
-			if err != nil {
-				return u, err
-			}
-			if ch.New.IsZero() {
-				continue
-			}
-			ku := keys[ch.Path]
-			if ku == nil {
-				ku = &KeyUsage{Key: ch.Path}
-				keys[ch.Path] = ku
-			}
-			kv := keyValue{ku.Key, idOf(ch.New)}
-			if _, had := versions[kv]; had {
-				continue
-			}
-			versions[kv] = struct{}{}
-			n, err := w.valueSize(ctx, ch.New)
-			if err != nil {
-				return u, err
-			}
-			ku.Versions++
-			ku.Bytes += n
-		}
 	}
 	slices.Reverse(u.Commits)
 	hc, err := dag.ReadCommit(ctx, w.bs, h.Commit)
@@ -165,15 +146,19 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 	if err != nil {
 		return u, err
 	}
-	for _, ku := range keys {
-		if v, ok, err := headTree.Get(ctx, ku.Key); err != nil {
+	for e, err := range headTree.Entries(ctx, "") {
+		if err != nil {
 			return u, err
-		} else if ok {
-			if ku.Current, err = w.valueSize(ctx, v); err != nil {
+		}
+		if ka := keys[e.Key]; ka != nil {
+			if ka.Current, err = w.valueSize(ctx, e.Value); err != nil {
 				return u, err
 			}
 		}
-		u.Keys = append(u.Keys, *ku)
+	}
+	u.Keys = make([]KeyUsage, 0, len(keys))
+	for _, ka := range keys {
+		u.Keys = append(u.Keys, ka.KeyUsage)
 	}
 	slices.SortFunc(u.Keys, func(a, b KeyUsage) int {
 		if a.Bytes != b.Bytes {
@@ -210,6 +195,7 @@ type usageWalk struct {
 	bs     objects.BlockStore // r.Blocks, or view
 	view   *scanned           // the store read in one pass, when it could be
 	blocks map[blockID]blockUsage
+	entry  func(key string, v objects.CID, size int64) // each entry of each node walked, once
 }
 
 // store counts every stored block, live or reclaimable, noting the size of
@@ -220,21 +206,17 @@ func (w *usageWalk) store(ctx context.Context, su *StoreUsage) error {
 		if err != nil {
 			return err
 		}
-		live := make(map[blockID]struct{}, len(reach))
-		for c := range reach {
-			live[idOf(c)] = struct{}{}
-		}
-		for id, size := range w.view.sizes {
+		for _, b := range w.view.sizes {
 			su.Blocks++
-			su.Bytes += size
-			if _, ok := live[id]; ok {
+			su.Bytes += b.size
+		}
+		for c := range reach {
+			if b, ok := w.view.sizes[idOf(c)]; ok { // a live block not stored is verify's to report
 				su.LiveBlocks++
-				su.LiveBytes += size
-			} else {
-				su.Reclaimable++
-				su.ReclaimableBytes += size
+				su.LiveBytes += b.size
 			}
 		}
+		su.Reclaimable, su.ReclaimableBytes = su.Blocks-su.LiveBlocks, su.Bytes-su.LiveBytes
 		return nil
 	}
 	reach, _, err := w.r.walkAll(ctx, dag.WalkOptions{Visit: func(c objects.CID, data []byte) error {
@@ -278,11 +260,6 @@ func (w *usageWalk) size(ctx context.Context, c objects.CID) (int64, error) {
 	if b, ok := w.blocks[idOf(c)]; ok {
 		return b.size, nil
 	}
-	if w.view != nil {
-		if n, ok := w.view.size(c); ok {
-			return n, nil
-		}
-	}
 	data, err := w.bs.Get(ctx, c)
 	if err != nil {
 		return 0, err
@@ -316,7 +293,7 @@ func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, 
 	if err != nil {
 		return 0, 0, err
 	}
-	subs, vals, err := objects.NodeLinks(data)
+	subs, entries, err := objects.NodeEntries(data)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -328,12 +305,15 @@ func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, 
 		}
 		total, added = total+n, added+a
 	}
-	for _, v := range vals {
-		n, a, err := w.value(ctx, v, 0)
+	for _, e := range entries {
+		n, a, err := w.value(ctx, e.Value, 0)
 		if err != nil {
 			return 0, 0, err
 		}
 		total, added = total+n, added+a
+		if w.entry != nil {
+			w.entry(e.Key, e.Value, n)
+		}
 	}
 	w.blocks[idOf(t)] = blockUsage{size: int64(len(data)), walked: total}
 	return total, added, nil
@@ -345,9 +325,6 @@ func (w *usageWalk) value(ctx context.Context, v objects.CID, depth int) (total,
 	b, ok := w.blocks[idOf(v)]
 	if ok && b.walked >= 0 {
 		return b.walked, 0, nil
-	}
-	if !ok && w.view != nil && v.Codec() == objects.CodecRaw {
-		b.size, ok = w.view.size(v)
 	}
 	if depth > objects.MaxChunkDepth {
 		return 0, 0, &objects.ChunkError{Node: v, Reason: fmt.Sprintf("chunk list nodes nested deeper than %d", objects.MaxChunkDepth)}

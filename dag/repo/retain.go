@@ -489,6 +489,11 @@ func (r *Repo) walkAllIn(ctx context.Context, bs objects.BlockStore, opts dag.Wa
 	reach := dag.Reach{}
 	var problems []dag.Problem
 	merge := func(rc dag.Reach, ps []dag.Problem) {
+		if len(reach) == 0 && rc != nil { // the first (often the only) walk's set is the union so far
+			reach = rc
+			problems = append(problems, ps...)
+			return
+		}
 		for c := range rc {
 			reach[c] = struct{}{}
 		}

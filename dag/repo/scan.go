@@ -21,7 +21,7 @@ import (
 // It is a read-only objects.BlockStore.
 type scanned struct {
 	bs      objects.BlockStore
-	sizes   map[blockID]int64
+	sizes   map[blockID]blockUsage // every block's size (walked: -1, du's to fill)
 	nodes   map[blockID][]byte
 	bad     map[blockID]error // blocks whose bytes do not match their CID
 	hashRaw bool
@@ -35,7 +35,7 @@ var errScannedView = errors.New("repo: a scanned view of the store is read-only"
 // scanStore reads every block of sc once (see scanned); bs serves what
 // the scan did not see. The re-hashing runs on every core beside the scan.
 func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockStore, hashRaw bool) (*scanned, error) {
-	s := &scanned{bs: bs, sizes: map[blockID]int64{}, nodes: map[blockID][]byte{}, bad: map[blockID]error{}, hashRaw: hashRaw}
+	s := &scanned{bs: bs, sizes: map[blockID]blockUsage{}, nodes: map[blockID][]byte{}, bad: map[blockID]error{}, hashRaw: hashRaw}
 	type result struct {
 		id   blockID
 		data []byte // kept (a dag-cbor block), nil otherwise
@@ -78,7 +78,7 @@ func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockSto
 	want := func(c objects.CID) bool { return hashRaw || c.Codec() == objects.CodecDagCBOR }
 	var pending []objects.Block
 	err := sc.ScanBlocks(ctx, want, func(c objects.CID, size int64, data []byte) error {
-		s.sizes[idOf(c)] = size
+		s.sizes[idOf(c)] = blockUsage{size: size, walked: -1}
 		s.bytes += size
 		if data == nil {
 			return nil
@@ -131,12 +131,6 @@ func (s *scanned) Has(ctx context.Context, c objects.CID) (bool, error) {
 
 // Put refuses: the view is read-only.
 func (s *scanned) Put(ctx context.Context, blocks ...objects.Block) error { return errScannedView }
-
-// size is block c's bytes when the scan saw it.
-func (s *scanned) size(c objects.CID) (int64, bool) {
-	n, ok := s.sizes[idOf(c)]
-	return n, ok
-}
 
 // rawHashed reports whether c is a raw block the scan re-hashed and found
 // whole (hashRaw).
