@@ -261,6 +261,8 @@ func openRegular(p string) (*os.File, error) {
 // CheckoutReport says what a checkout changed.
 type CheckoutReport struct {
 	Written, Unchanged, Removed int
+	// Skipped lists the keys CheckoutOptions.Skip left out.
+	Skipped []string
 }
 
 var (
@@ -363,6 +365,12 @@ type CheckoutOptions struct {
 	Force bool
 	// RacyWindow replaces the package's RacyWindow when positive (tests).
 	RacyWindow time.Duration
+	// Skip, when set, is asked about every key of the tree before anything
+	// is written: true leaves the key out, as if the tree did not have it
+	// (a redacted value, whose content is not in the store: a file the
+	// store wrote there is removed like any other the tree does not have);
+	// an error stops the checkout with nothing written.
+	Skip func(key string, v objects.CID) (bool, error)
 }
 
 // checkoutJob is one file of the tree and what is at its place on disk.
@@ -418,6 +426,16 @@ func CheckoutWith(ctx context.Context, bs objects.BlockStore, tree objects.CID, 
 		}
 		if err := objects.ValidateKey(e.Key); err != nil {
 			return rep, err
+		}
+		if opts.Skip != nil {
+			skip, err := opts.Skip(e.Key, e.Value)
+			if err != nil {
+				return rep, err
+			}
+			if skip {
+				rep.Skipped = append(rep.Skipped, e.Key)
+				continue
+			}
 		}
 		want[e.Key] = true
 		for d := path.Dir(e.Key); d != "." && !wantDirs[d]; d = path.Dir(d) {

@@ -319,6 +319,10 @@ type Change struct {
 	// why it could not be computed.
 	Rows      *RowDiff `json:"rows,omitempty"`
 	RowsError string   `json:"rowsError,omitempty"`
+	// OldRedacted and NewRedacted: that side's content was redacted (no
+	// patch, no rows; a raw value's size is then 0).
+	OldRedacted *Redacted `json:"oldRedacted,omitempty"`
+	NewRedacted *Redacted `json:"newRedacted,omitempty"`
 }
 
 // Shown is a commit and what it changed against its first parent.
@@ -392,13 +396,13 @@ func (v *View) diffTrees(ctx context.Context, a, b objects.CID, patch bool) ([]C
 			return nil, classify(err)
 		}
 		c := Change{Path: ch.Path, Change: ch.Change, Old: ch.Old, New: ch.New}
-		if c.OldSize, err = v.size(ctx, ch.Old); err != nil {
+		if c.OldSize, c.OldRedacted, err = v.sizeOf(ctx, ch.Old); err != nil {
 			return nil, classify(err)
 		}
-		if c.NewSize, err = v.size(ctx, ch.New); err != nil {
+		if c.NewSize, c.NewRedacted, err = v.sizeOf(ctx, ch.New); err != nil {
 			return nil, classify(err)
 		}
-		if patch {
+		if patch && c.OldRedacted == nil && c.NewRedacted == nil {
 			if err := v.patch(ctx, &c); err != nil {
 				return nil, classify(err)
 			}
@@ -462,6 +466,8 @@ type Value struct {
 	Data      []byte `json:"content,omitempty"`
 	Text      bool   `json:"text"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// Redacted: the content was removed by a redaction (Data nil).
+	Redacted *Redacted `json:"redacted,omitempty"`
 }
 
 // Get returns key's value at rev, its content only if it is at most max
@@ -469,6 +475,9 @@ type Value struct {
 // before any chunk is read: a larger value reads nothing more.
 func (v *View) Get(ctx context.Context, agent, rev, key string, max int) (Value, error) {
 	out, rd, err := v.Open(ctx, agent, rev, key)
+	if red := (*RedactedError)(nil); errors.As(err, &red) {
+		return out, nil // shown as redacted, not as an error
+	}
 	if err != nil {
 		return Value{}, err
 	}
@@ -505,6 +514,11 @@ func (v *View) Open(ctx context.Context, agent, rev, key string) (Value, io.Read
 	if !ok {
 		return Value{}, nil, &KeyNotFoundError{Key: key, At: id}
 	}
+	if size, red, err := v.sizeOf(ctx, val); err != nil {
+		return Value{}, nil, classify(err)
+	} else if red != nil {
+		return Value{Key: key, Commit: id, CID: val, Size: size, Redacted: red}, nil, &RedactedError{Key: key, Commit: id, Value: val, Redacted: red}
+	}
 	rd, size, err := objects.OpenValue(ctx, v.R.Blocks, val)
 	if err != nil {
 		return Value{}, nil, classify(err)
@@ -517,6 +531,8 @@ type Entry struct {
 	Key  string      `json:"key"`
 	CID  objects.CID `json:"cid"`
 	Size uint64      `json:"size"`
+	// Redacted: the value's content was removed by a redaction.
+	Redacted *Redacted `json:"redacted,omitempty"`
 }
 
 // List returns the keys under prefix at rev, in key order, at most limit
@@ -547,12 +563,13 @@ func (v *View) list(ctx context.Context, agent string, o ListOptions) ([]Entry, 
 			return out, true, nil
 		}
 		var size uint64
+		var red *Redacted
 		if !o.NoSizes {
-			if size, err = v.size(ctx, en.Value); err != nil {
+			if size, red, err = v.sizeOf(ctx, en.Value); err != nil {
 				return nil, false, classify(err)
 			}
 		}
-		out = append(out, Entry{Key: en.Key, CID: en.Value, Size: size})
+		out = append(out, Entry{Key: en.Key, CID: en.Value, Size: size, Redacted: red})
 	}
 	return out, false, nil
 }

@@ -41,6 +41,9 @@ func (v *View) diffRows(ctx context.Context, changes []Change, sql bool) error {
 	}
 	for i := range changes {
 		c := &changes[i]
+		if c.OldRedacted != nil || c.NewRedacted != nil {
+			continue // a side's content is gone: no rows to compare
+		}
 		d, err := v.rowDiff(ctx, c.Old, c.New, walSize[c.Path], sql)
 		switch {
 		case err == nil:

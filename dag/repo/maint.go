@@ -89,7 +89,7 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 	for _, p := range problems {
 		rep.Problems = append(rep.Problems, p.Error())
 	}
-	_, badRed, err := r.loadRedactions(ctx)
+	_, badRed, err := r.readRedactions(ctx)
 	if err != nil {
 		return rep, err
 	}

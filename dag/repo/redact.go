@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
@@ -124,7 +125,7 @@ func (s *redactionSet) absent(v, c objects.CID) bool {
 // Redactions lists the records the store holds for agent ("" for every
 // agent), oldest first, each judged as verify judges it.
 func (r *Repo) Redactions(ctx context.Context, agent string) ([]RedactionInfo, error) {
-	set, bad, err := r.loadRedactions(ctx)
+	set, bad, err := r.readRedactions(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +173,28 @@ func (r *Repo) Redactions(ctx context.Context, agent string) ([]RedactionInfo, e
 	return out, nil
 }
 
+// errStop ends a MetaPrefix walk early.
+var errStop = errors.New("stop")
+
+// HasRedactions reports whether the store holds any redaction record: one
+// step of a prefix walk, so that readers of a store with none pay nothing.
+func (r *Repo) HasRedactions(ctx context.Context) (bool, error) {
+	found := false
+	err := r.Storage.MetaPrefix(ctx, redactionPrefix, func(string, []byte) error {
+		found = true
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return false, err
+	}
+	return found, nil
+}
+
 // RedactionOf returns an honoured record naming the value v, if any.
 func (r *Repo) RedactionOf(ctx context.Context, v objects.CID) (*RedactionInfo, bool, error) {
+	if ok, err := r.HasRedactions(ctx); err != nil || !ok {
+		return nil, false, err
+	}
 	set, _, err := r.loadRedactions(ctx)
 	if err != nil {
 		return nil, false, err
@@ -185,9 +206,54 @@ func (r *Repo) RedactionOf(ctx context.Context, v objects.CID) (*RedactionInfo, 
 	return nil, false, nil
 }
 
+// redCache keeps the records as last judged, for as long as no agent's
+// redaction head moved and no trusted key changed in this process (the
+// writer of a store is one process).
+type redCache struct {
+	mu  sync.Mutex
+	key string
+	set *redactionSet
+	bad []*RedactionInfo
+}
+
+func (c *redCache) forget() {
+	c.mu.Lock()
+	c.key, c.set, c.bad = "", nil, nil
+	c.mu.Unlock()
+}
+
 // loadRedactions reads every record: the honoured ones, and the others
 // with their problem.
 func (r *Repo) loadRedactions(ctx context.Context) (*redactionSet, []*RedactionInfo, error) {
+	var key strings.Builder
+	err := r.Storage.MetaPrefix(ctx, redactionHeadPrefix, func(name string, v []byte) error {
+		key.WriteString(name)
+		key.WriteByte(0)
+		key.Write(v)
+		key.WriteByte(0)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	r.reds.mu.Lock()
+	if r.reds.set != nil && r.reds.key == key.String() {
+		set, bad := r.reds.set, r.reds.bad
+		r.reds.mu.Unlock()
+		return set, bad, nil
+	}
+	r.reds.mu.Unlock()
+	set, bad, err := r.readRedactions(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.reds.mu.Lock()
+	r.reds.key, r.reds.set, r.reds.bad = key.String(), set, bad
+	r.reds.mu.Unlock()
+	return set, bad, nil
+}
+
+func (r *Repo) readRedactions(ctx context.Context) (*redactionSet, []*RedactionInfo, error) {
 	set := &redactionSet{byValue: map[objects.CID][]*RedactionInfo{}, blocks: map[objects.CID]bool{}}
 	var bad, parsed []*RedactionInfo
 	ids := map[string]string{} // record ID -> agent
@@ -253,7 +319,7 @@ func (r *Repo) loadRedactions(ctx context.Context) (*redactionSet, []*RedactionI
 
 // redactedBlocks is every block an honoured record removes.
 func (r *Repo) redactedBlocks(ctx context.Context) map[objects.CID]bool {
-	set, _, err := r.loadRedactions(ctx)
+	set, _, err := r.readRedactions(ctx)
 	if err != nil {
 		return nil
 	}
@@ -422,7 +488,7 @@ func (r *Repo) redact(ctx context.Context, req RedactRequest, key ed25519.Privat
 	if err != nil {
 		return rep, err
 	}
-	set, _, err := r.loadRedactions(ctx)
+	set, _, err := r.readRedactions(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -580,10 +646,14 @@ func (r *Repo) redact(ctx context.Context, req RedactRequest, key ed25519.Privat
 			return rep, err
 		}
 	}
+	defer r.reds.forget()
 	if err := r.Storage.SetMeta(ctx, redactionPrefix+req.Agent+"/"+rep.ID, rec.Line()); err != nil {
 		return rep, err
 	}
 	if err := r.Storage.SetMeta(ctx, redactionHeadPrefix+req.Agent, []byte(rep.ID)); err != nil {
+		return rep, err
+	}
+	if err := r.markHistoryRebuild(ctx, req.Agent); err != nil {
 		return rep, err
 	}
 	if redactHook != nil {
@@ -696,4 +766,222 @@ func mapKeys(m map[objects.CID]bool) []objects.CID {
 		out = append(out, k)
 	}
 	return out
+}
+
+// RedactionLines returns the lines of agent's honoured records, oldest
+// first: what a clone, pull, send, CAR export or history pack carries.
+func (r *Repo) RedactionLines(ctx context.Context, agent string) ([][]byte, error) {
+	ris, err := r.Redactions(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, ri := range ris {
+		if ri.Problem == "" && ri.Record != nil {
+			out = append(out, ri.Record.Line())
+		}
+	}
+	return out, nil
+}
+
+// JudgeRedactions checks records that came from elsewhere (a transfer, a
+// CAR, a history pack) before anything they cover is taken: each must be
+// canonical, signed by the key it names, that key trusted here for the
+// record's agent to sign histories (as a history manifest's signer must
+// be), and its prev held here or among lines. It returns which raw blocks
+// of which values may then be missing (this store's honoured records and
+// these), or an error that refuses them all: ErrBadRedaction for a
+// malformed, forged or unsigned record, ErrUntrustedRedaction for a signer
+// not trusted.
+//
+// alsoTrusted are keys (64 hex digits) taken as trusted for every record
+// beside the store's: the verified signer of a history manifest being
+// restored, which the restore then records as trusted for the agent.
+func (r *Repo) JudgeRedactions(ctx context.Context, lines [][]byte, alsoTrusted ...string) (func(v, c objects.CID) bool, error) {
+	set, _, err := r.readRedactions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := r.judge(ctx, lines, alsoTrusted)
+	if err != nil {
+		return nil, err
+	}
+	merged := &redactionSet{byValue: map[objects.CID][]*RedactionInfo{}, blocks: map[objects.CID]bool{}}
+	for v, ris := range set.byValue {
+		merged.byValue[v] = ris
+	}
+	for c := range set.blocks {
+		merged.blocks[c] = true
+	}
+	for _, rec := range recs {
+		ri := &RedactionInfo{ID: rec.ID(), Record: rec}
+		for _, v := range rec.Values {
+			merged.byValue[v] = append(merged.byValue[v], ri)
+		}
+		for _, c := range rec.Blocks {
+			merged.blocks[c] = true
+		}
+	}
+	return merged.absent, nil
+}
+
+func (r *Repo) judge(ctx context.Context, lines [][]byte, alsoTrusted []string) ([]*redaction.Record, error) {
+	var recs []*redaction.Record
+	ids := map[string]string{}
+	for _, l := range lines {
+		rec, err := redaction.Parse(l)
+		if err != nil {
+			return nil, fmt.Errorf("%w: a redaction record that came in: %w", ErrBadRedaction, err)
+		}
+		if err := rec.Verify(); err != nil {
+			return nil, fmt.Errorf("%w: a redaction record that came in is forged or unsigned: %w", ErrBadRedaction, err)
+		}
+		keys, err := r.TrustedKeys(ctx, rec.Agent, KeySignsHistory)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(keys, func(k ed25519.PublicKey) bool { return KeyHex(k) == KeyHex(rec.Signer) }) && !slices.Contains(alsoTrusted, KeyHex(rec.Signer)) {
+			return nil, &UntrustedRedactionError{Agent: rec.Agent, Signer: KeyHex(rec.Signer), What: rec.What()}
+		}
+		recs = append(recs, rec)
+		ids[rec.ID()] = rec.Agent
+	}
+	for _, rec := range recs {
+		if rec.Prev == "" || ids[rec.Prev] == rec.Agent {
+			continue
+		}
+		if _, ok, err := r.Storage.GetMeta(ctx, redactionPrefix+rec.Agent+"/"+rec.Prev); err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, fmt.Errorf("%w: a redaction record of %s that came in names a prev record %.16s… that neither side holds", ErrBadRedaction, rec.Agent, rec.Prev)
+		}
+	}
+	return recs, nil
+}
+
+// UntrustedRedactionError is a record signed by a key the store does not
+// trust for its agent. It matches ErrUntrustedRedaction.
+type UntrustedRedactionError struct {
+	Agent, Signer, What string
+}
+
+func (e *UntrustedRedactionError) Error() string {
+	return fmt.Sprintf("the redaction of %s's %s is signed by %s, a key this store does not trust for %s (nothing was taken)", e.Agent, e.What, e.Signer, e.Agent)
+}
+
+func (e *UntrustedRedactionError) Is(t error) bool { return t == ErrUntrustedRedaction }
+
+// AddedRedactions says what AddRedactions did.
+type AddedRedactions struct {
+	Added   int `json:"added"`   // records new here
+	Removed int `json:"removed"` // this store's blocks they removed
+	// Pending: writers were in flight, so the blocks were left for the
+	// next gc (which removes them: verify accepts them either way).
+	Pending bool `json:"pending,omitempty"`
+}
+
+// AddRedactions keeps records that came from elsewhere, judged as
+// JudgeRedactions judges them, and removes this store's own copies of the
+// blocks they name that no unredacted value uses: a store that learns a
+// record redacts what it holds. An agent with no record head here takes
+// the newest of them as its head.
+func (r *Repo) AddRedactions(ctx context.Context, lines [][]byte, alsoTrusted ...string) (AddedRedactions, error) {
+	var out AddedRedactions
+	if len(lines) == 0 {
+		return out, nil
+	}
+	recs, err := r.judge(ctx, lines, alsoTrusted)
+	if err != nil {
+		return out, err
+	}
+	defer r.reds.forget()
+	named := map[string]bool{}
+	for _, rec := range recs {
+		named[rec.Prev] = true
+	}
+	for _, rec := range recs {
+		id := rec.ID()
+		name := redactionPrefix + rec.Agent + "/" + id
+		if _, ok, err := r.Storage.GetMeta(ctx, name); err != nil {
+			return out, err
+		} else if ok {
+			continue
+		}
+		if err := r.Storage.SetMeta(ctx, name, rec.Line()); err != nil {
+			return out, err
+		}
+		if err := r.markHistoryRebuild(ctx, rec.Agent); err != nil {
+			return out, err
+		}
+		out.Added++
+		if !named[id] { // a tip of the chain that came in
+			if _, ok, err := r.Storage.GetMeta(ctx, redactionHeadPrefix+rec.Agent); err != nil {
+				return out, err
+			} else if !ok {
+				if err := r.Storage.SetMeta(ctx, redactionHeadPrefix+rec.Agent, []byte(id)); err != nil {
+					return out, err
+				}
+			}
+		}
+	}
+	if out.Added == 0 {
+		return out, nil
+	}
+	// The local copies: what no unredacted value uses goes now, unless
+	// writers are in flight (then gc, which waits for them, takes it).
+	if _, ok := r.Storage.(Collector); ok {
+		out.Pending = true
+		return out, nil
+	}
+	if !r.gate.mu.TryLock() {
+		out.Pending = true
+		return out, nil
+	}
+	defer r.gate.mu.Unlock()
+	set, _, err := r.readRedactions(ctx)
+	if err != nil {
+		return out, err
+	}
+	reach, problems, err := r.walkAll(ctx, dag.WalkOptions{Absent: set.absent}, nil)
+	if err != nil {
+		return out, err
+	}
+	if len(problems) > 0 {
+		out.Pending = true // verify names them; gc refuses until they are dealt with
+		return out, nil
+	}
+	var remove []objects.CID
+	for _, rec := range recs {
+		for _, c := range rec.Blocks {
+			if !reach.Has(c) {
+				if ok, err := r.Blocks.Has(ctx, c); err == nil && ok {
+					remove = append(remove, c)
+				}
+			}
+		}
+	}
+	out.Removed = len(remove)
+	return out, r.removeBlocks(ctx, remove)
+}
+
+// historyRebuildPrefix + AGENT marks an agent redacted since its history
+// was last pushed: the next push publishes a new history whose packs are
+// all written anew, without the redacted content (export/history).
+const historyRebuildPrefix = "history-rebuild/"
+
+func (r *Repo) markHistoryRebuild(ctx context.Context, agent string) error {
+	return r.Storage.SetMeta(ctx, historyRebuildPrefix+agent, []byte("1"))
+}
+
+// HistoryRebuild reports whether agent was redacted since its history was
+// last pushed from this store.
+func (r *Repo) HistoryRebuild(ctx context.Context, agent string) (bool, error) {
+	_, ok, err := r.Storage.GetMeta(ctx, historyRebuildPrefix+agent)
+	return ok, err
+}
+
+// HistoryRebuilt clears HistoryRebuild once a push published the history
+// anew.
+func (r *Repo) HistoryRebuilt(ctx context.Context, agent string) error {
+	return r.deleteMeta(ctx, historyRebuildPrefix+agent)
 }

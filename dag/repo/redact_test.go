@@ -361,3 +361,64 @@ func TestRedactKilled(t *testing.T) {
 	}
 	mustVerify(t, r)
 }
+
+// TestRedactTravels: a transfer carries the records; a receiver that does
+// not trust the signer refuses the history; one that does takes it without
+// the redacted blocks and removes its own copies of them.
+func TestRedactTravels(t *testing.T) {
+	ctx := context.Background()
+	src, _ := newStore(t)
+	c1 := putCommit(t, src, "a", "k.md", []byte("secret\n"))
+	putCommit(t, src, "a", "k.md", []byte("later\n"))
+	secret := valueAt(t, src, c1, "k.md")
+
+	// A store that cloned before the redaction holds the secret.
+	early, _ := newStore(t)
+	pub := repo.KeyHex(redactKey().Public().(ed25519.PublicKey))
+	if _, err := early.Transfer(ctx, src, "a", "a", false, "clone", "src"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Redact(ctx, repo.RedactRequest{Agent: "a", Key: "k.md", At: c1, Reason: "x"}, redactKey()); err != nil {
+		t.Fatal(err)
+	}
+	putCommit(t, src, "a", "k.md", []byte("after\n"))
+
+	// Not trusted: refused, nothing moves.
+	dst, _ := newStore(t)
+	if _, err := dst.Transfer(ctx, src, "a", "a", false, "clone", "src"); !errors.Is(err, repo.ErrUntrustedRedaction) {
+		t.Fatalf("untrusted: %v", err)
+	}
+	if _, err := dst.Refs.Head(ctx, "a"); err == nil {
+		t.Fatal("HEAD moved on a refused transfer")
+	}
+	for _, r := range []*repo.Repo{dst, early} {
+		if _, err := r.ApplyKeyOp(ctx, repo.KeyOp{Op: repo.KeyOpTrust, Agent: "a", Keys: []string{pub}}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := r.Transfer(ctx, src, "a", "a", false, "pull", "src")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Redactions.Added != 1 {
+			t.Fatalf("records taken: %+v", tr.Redactions)
+		}
+		if ok, _ := r.Blocks.Has(ctx, secret); ok {
+			t.Fatal("the receiver holds the redacted block")
+		}
+		mustVerify(t, r)
+		if _, err := r.GC(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		mustVerify(t, r)
+	}
+	// A forged record on the way: refused.
+	forger, _ := newStore(t)
+	if _, err := forger.Transfer(ctx, src, "a", "a", false, "clone", "src"); err == nil {
+		t.Fatal("untrusted clone taken")
+	}
+	ris, _ := src.Redactions(ctx, "a")
+	line := bytes.Replace(ris[0].Record.Line(), []byte(`"reason":"x"`), []byte(`"reason":"y"`), 1)
+	if _, err := forger.JudgeRedactions(ctx, [][]byte{line}); !errors.Is(err, repo.ErrBadRedaction) {
+		t.Fatalf("forged record: %v", err)
+	}
+}

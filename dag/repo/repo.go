@@ -44,6 +44,7 @@ type Repo struct {
 	moves     *agentLocks     // in-process HEAD moves of one agent take turns (gate.go)
 	dirInfo   os.FileInfo     // Dir as opened (see IsDir)
 	graph     *graphState     // the commit graph's writer (graph.go)
+	reds      *redCache       // honoured redaction records (redact.go)
 }
 
 // commitCacheSize bounds the decoded commits a Repo keeps (a few hundred
@@ -150,7 +151,7 @@ func wrap(dir string, s Storage) *Repo {
 		cc.UseGraph(s)
 	}
 	r := &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: cc, Tape: tape.New(s), Now: Now,
-		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}, graph: &graphState{}}
+		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}, graph: &graphState{}, reds: &redCache{}}
 	r.Refs.SetCuts(cutSource{r})
 	if dir != "" {
 		r.dirInfo, _ = os.Stat(dir)

@@ -476,7 +476,7 @@ func (r *Repo) walkAllIn(ctx context.Context, bs objects.BlockStore, opts dag.Wa
 	}
 	opts.Gone = gone
 	if opts.Absent == nil { // what redactions removed on purpose (redact.go)
-		set, _, err := r.loadRedactions(ctx)
+		set, _, err := r.readRedactions(ctx) // not the readers' cache: verify and gc judge afresh
 		if err != nil {
 			return nil, nil, err
 		}

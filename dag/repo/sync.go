@@ -57,12 +57,21 @@ const syncBatch = 4 << 20
 // only whole, checked subtrees and values that no commit names yet (gc
 // removes them), so that what r holds stays whole there.
 func (r *Repo) Fetch(ctx context.Context, src *Repo, head objects.CID) (SyncStats, error) {
+	return r.FetchWith(ctx, src, head, nil)
+}
+
+// FetchWith is Fetch of a history some of whose values were redacted:
+// absent (JudgeRedactions' answer over the sender's records) names the raw
+// blocks of values that may be missing there; they are not asked for, and
+// a chunked value with such blocks is checked node by node, not by its
+// content's sha256.
+func (r *Repo) FetchWith(ctx context.Context, src *Repo, head objects.CID, absent func(v, c objects.CID) bool) (SyncStats, error) {
 	var st SyncStats
 	gone, err := src.Gone(ctx)
 	if err != nil {
 		return st, err
 	}
-	f := &fetcher{ctx: ctx, r: r, src: src, st: &st, pending: map[objects.CID][]byte{}, seen: map[objects.CID]fetchSeen{}, progress: progress.Start(ctx, -1)}
+	f := &fetcher{ctx: ctx, r: r, src: src, st: &st, pending: map[objects.CID][]byte{}, seen: map[objects.CID]fetchSeen{}, progress: progress.Start(ctx, -1), absent: absent}
 	f.view = &pendingView{f: f}
 	f.ranges = objects.NewTreeRanges(f.view)
 	var commits []objects.Block // newest first: written last, oldest first
@@ -143,6 +152,7 @@ type fetcher struct {
 	seen     map[objects.CID]fetchSeen
 	view     *pendingView
 	ranges   *objects.TreeRanges
+	absent   func(v, c objects.CID) bool // redacted blocks (FetchWith)
 }
 
 // fetchSeen is what the fetch knows of a block it met: for a tree node, the
@@ -314,6 +324,10 @@ func (w *treeWalk) fits(spot objects.TreeSpot) error {
 // and chunks, checked whole (objects.CheckValue) before its file node is
 // written.
 func (f *fetcher) copyValue(v objects.CID) error {
+	redacted := f.absent != nil && f.absent(v, objects.CID{})
+	if redacted && v.Codec() == objects.CodecRaw && f.absent(v, v) {
+		return nil // its content was redacted: not there to copy
+	}
 	if s, ok := f.seen[v]; ok {
 		if s.value || v.Codec() != objects.CodecDagCBOR {
 			return nil
@@ -365,6 +379,9 @@ func (f *fetcher) copyValue(v objects.CID) error {
 		}
 		c := fr.links[fr.i]
 		fr.i++
+		if redacted && c.Codec() == objects.CodecRaw && f.absent(v, c) {
+			continue // redacted (and not marked seen: another value may hold it)
+		}
 		if _, ok := f.seen[c]; ok {
 			continue
 		}
@@ -384,6 +401,9 @@ func (f *fetcher) copyValue(v objects.CID) error {
 			return fmt.Errorf("sync: value %s: %w", v, err)
 		}
 		stack = append(stack, &frame{links: cn.Chunks, depth: fr.depth + 1, c: c, data: data})
+	}
+	if redacted {
+		return f.add(v, data) // its nodes checked; its content is not all there to hash
 	}
 	// Every chunk is here: the value must read as the reader reads it.
 	f.pending[v] = data
@@ -439,6 +459,9 @@ type Transfer struct {
 	Stats    SyncStats
 	HEAD     Integration
 	Receipts int
+	// Redactions: the sender's redaction records this store took, and the
+	// blocks of its own they removed.
+	Redactions AddedRedactions
 }
 
 // Transfer brings src's agent from into r's agent to (clone, pull, send):
@@ -455,7 +478,22 @@ func (r *Repo) Transfer(ctx context.Context, src *Repo, from, to string, ffOnly 
 	if err != nil {
 		return t, fmt.Errorf("the other store: %w", err)
 	}
-	if t.Stats, err = r.Fetch(ctx, src, h.Commit); err != nil {
+	// The sender's redaction records, judged before a block moves: one
+	// this store would not honour refuses the whole transfer.
+	lines, err := src.RedactionLines(ctx, from)
+	if err != nil {
+		return t, fmt.Errorf("the other store's redactions: %w", err)
+	}
+	var absent func(v, c objects.CID) bool
+	if len(lines) > 0 {
+		if absent, err = r.JudgeRedactions(ctx, lines); err != nil {
+			return t, err
+		}
+	}
+	if t.Stats, err = r.FetchWith(ctx, src, h.Commit, absent); err != nil {
+		return t, err
+	}
+	if t.Redactions, err = r.AddRedactions(ctx, lines); err != nil {
 		return t, err
 	}
 	var rc *Receipts

@@ -161,6 +161,7 @@ func (r *Repo) ApplyKeyOp(ctx context.Context, op KeyOp) (int, error) {
 	if err := op.Check(); err != nil {
 		return 0, err
 	}
+	defer r.reds.forget() // which redactions are honoured depends on the keys
 	if kr, ok := r.Storage.(KeyRecorder); ok {
 		return kr.ApplyKeyOp(ctx, op)
 	}

@@ -100,7 +100,18 @@ func (s *Shipper) writePack(ctx context.Context, w io.Writer, head objects.CID, 
 		}
 		return b.commits[parent]
 	}
-	st, err := snapshot.WriteCARSince(ctx, w, s.Repo.Blocks, head, cut, func(c objects.CID) bool { _, ok := b.blocks[c]; return ok })
+	// Redacted blocks are left out; the agent's records go in every pack,
+	// so a reader takes the pack's holes as intended (docs/format.md §10).
+	absent, err := s.Repo.JudgeRedactions(ctx, nil)
+	if err != nil {
+		return pack, snapshot.CARStats{}, err
+	}
+	lines, err := s.Repo.RedactionLines(ctx, "")
+	if err != nil {
+		return pack, snapshot.CARStats{}, err
+	}
+	st, err := snapshot.WriteCARWith(ctx, w, s.Repo.Blocks, head, snapshot.CARWriteOptions{Cut: cut, Absent: absent, Redactions: lines,
+		Skip: func(c objects.CID) bool { _, ok := b.blocks[c]; return ok }})
 	pack.Blocks = st.Blocks
 	return pack, st, err
 }

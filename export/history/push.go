@@ -24,6 +24,10 @@ type Pushed struct {
 	// PacksAdded is how many: the last ones of Packs (more than one when
 	// the new history did not fit in one pack).
 	PacksAdded int
+	// Rebuilt: the agent was redacted since the last push, so every pack
+	// was written anew without the redacted content; the packs pushed
+	// before stay where they were stored (a blob cannot be unpublished).
+	Rebuilt bool
 }
 
 // Push ships the history of agent's HEAD: one pack of the blocks new since
@@ -70,6 +74,13 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if err != nil {
 		return nil, err
 	}
+	// Redacted since the last push: a new history, every pack written anew
+	// without the content (the packs published before cannot be
+	// unpublished; the new manifest no longer names them).
+	rebuild, err := s.Repo.HistoryRebuild(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
 	prev, prevRef, err := s.Published(ctx, agent, []ed25519.PublicKey{key.Public().(ed25519.PublicKey)})
 	switch {
 	case errors.Is(err, ErrNoHistory):
@@ -81,10 +92,12 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 		if err := s.checkFresh(ctx, agent, prev, prevRef, 0); err != nil {
 			return nil, fmt.Errorf("the published history of %s: %w", agent, err)
 		}
-		if prev.Head == h.Commit && reflect.DeepEqual(prev.Receipts, m.Receipts) && slices.Equal(prev.Operators, m.Operators) {
+		if !rebuild && prev.Head == h.Commit && reflect.DeepEqual(prev.Receipts, m.Receipts) && slices.Equal(prev.Operators, m.Operators) {
 			return &Pushed{Manifest: prev, Ref: prevRef}, nil // nothing new
 		}
-		m.Packs = append(m.Packs, prev.Packs...)
+		if !rebuild {
+			m.Packs = append(m.Packs, prev.Packs...)
+		}
 		m.Seq, m.Prev = prev.Seq+1, prevRef.SHA256
 	}
 	if prev == nil {
@@ -101,7 +114,7 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	// lines when this tape begins with them, else the whole tape (a reader
 	// skips lines it already has).
 	newLines := tape
-	if prev != nil && prev.Receipts != nil && prev.Receipts.Lines <= len(tape) && sha256Hex(ndjson(tape[:prev.Receipts.Lines])) == prev.Receipts.SHA256 {
+	if prev != nil && !rebuild && prev.Receipts != nil && prev.Receipts.Lines <= len(tape) && sha256Hex(ndjson(tape[:prev.Receipts.Lines])) == prev.Receipts.SHA256 {
 		newLines = tape[prev.Receipts.Lines:]
 	}
 	var heads []objects.CID
@@ -182,5 +195,10 @@ func (s *Shipper) Push(ctx context.Context, agent string, key ed25519.PrivateKey
 	if err := s.see(ctx, agent, m, ref); err != nil {
 		return nil, fmt.Errorf("history: manifest seq %d published; recording it: %w", m.Seq, err)
 	}
-	return &Pushed{Manifest: m, Ref: ref, Added: true, PacksAdded: len(plan)}, nil
+	if rebuild {
+		if err := s.Repo.HistoryRebuilt(ctx, agent); err != nil {
+			return nil, fmt.Errorf("history: manifest seq %d published anew; recording it: %w", m.Seq, err)
+		}
+	}
+	return &Pushed{Manifest: m, Ref: ref, Added: true, PacksAdded: len(plan), Rebuilt: rebuild && prev != nil}, nil
 }

@@ -45,6 +45,7 @@ func (s *Shipper) Fetch(ctx context.Context, agent string, trusted []ed25519.Pub
 // fetch is Fetch of a published manifest already read and verified.
 func (s *Shipper) fetch(ctx context.Context, agent string, m *Manifest, ref Ref) (*Fetched, error) {
 	f := &Fetched{Manifest: m, Ref: ref}
+	var redactions [][]byte // the records the packs carried
 	cuts := map[[2]objects.CID]bool{}
 	var links []repo.CutLink
 	for i, p := range m.Packs {
@@ -71,10 +72,16 @@ func (s *Shipper) fetch(ctx context.Context, agent string, m *Manifest, ref Ref)
 			}
 			imp, err := snapshot.ReadCAR(ctx, bytes.NewReader(car), s.Repo.Blocks, snapshot.CAROptions{
 				Cut: func(child, parent objects.CID) bool { return cuts[[2]objects.CID{child, parent}] },
+				// Records signed by a key trusted here or by the manifest's
+				// (verified) signer cover the pack's redacted blocks.
+				Redactions: func(lines [][]byte) (func(v, c objects.CID) bool, error) {
+					return s.Repo.JudgeRedactions(ctx, append(slices.Clone(redactions), lines...), m.Operator)
+				},
 			})
 			if err != nil {
 				return nil, fmt.Errorf("pack %d (in the manifest's order): %w", i+1, err)
 			}
+			redactions = append(redactions, imp.Redactions...)
 			if imp.Root != p.Head || imp.Blocks != p.Blocks {
 				return nil, fmt.Errorf("%w: pack %d holds %d blocks under %s, the manifest says %d under %s", ErrBadPack, i+1, imp.Blocks, imp.Root.Short(), p.Blocks, p.Head.Short())
 			}
@@ -112,7 +119,23 @@ func (s *Shipper) fetch(ctx context.Context, agent string, m *Manifest, ref Ref)
 	if err := s.Repo.AdoptCuts(ctx, agent, links); err != nil {
 		return nil, fmt.Errorf("recording the history's cuts: %w", err)
 	}
+	if _, err := s.Repo.AddRedactions(ctx, dedupLines(redactions), m.Operator); err != nil {
+		return nil, fmt.Errorf("recording the history's redactions: %w", err)
+	}
 	return f, nil
+}
+
+// dedupLines drops repeated lines (every pack carries the agent's records).
+func dedupLines(lines [][]byte) [][]byte {
+	seen := map[string]bool{}
+	var out [][]byte
+	for _, l := range lines {
+		if !seen[string(l)] {
+			seen[string(l)] = true
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // recordKeys records, after a restore of agent from m, m's signer as

@@ -42,6 +42,29 @@ func WriteCARCut(ctx context.Context, w io.Writer, bs objects.BlockStore, commit
 // incremental CAR, holding what a receiver that has skip's blocks lacks
 // (ReadCAR takes such a CAR into a store that has them).
 func WriteCARSince(ctx context.Context, w io.Writer, bs objects.BlockStore, commit objects.CID, cut func(child, parent objects.CID) bool, skip func(objects.CID) bool) (CARStats, error) {
+	return WriteCARWith(ctx, w, bs, commit, CARWriteOptions{Cut: cut, Skip: skip})
+}
+
+// CARWriteOptions tune WriteCARWith.
+type CARWriteOptions struct {
+	// Cut names parent links not followed (WriteCARCut).
+	Cut func(child, parent objects.CID) bool
+	// Skip names blocks left out (WriteCARSince).
+	Skip func(objects.CID) bool
+	// Absent names the raw blocks of values a redaction removed
+	// (dag.WalkOptions.Absent): they are left out, as they are not in the
+	// store.
+	Absent func(v, c objects.CID) bool
+	// Redactions are the lines of the redaction records that cover the
+	// blocks Absent leaves out (refs/redaction): each is written after
+	// the blocks as a raw block of its own, which no link reaches
+	// (ReadCAR with CAROptions.Redactions takes them).
+	Redactions [][]byte
+}
+
+// WriteCARWith is WriteCAR with options.
+func WriteCARWith(ctx context.Context, w io.Writer, bs objects.BlockStore, commit objects.CID, o CARWriteOptions) (CARStats, error) {
+	cut, skip := o.Cut, o.Skip
 	var st CARStats
 	bw := bufio.NewWriterSize(w, 1<<20)
 	frame := func(parts ...[]byte) error {
@@ -66,7 +89,8 @@ func WriteCARSince(ctx context.Context, w io.Writer, bs objects.BlockStore, comm
 		return st, err
 	}
 	_, problems, err := dag.Walk(ctx, bs, []objects.CID{commit}, dag.WalkOptions{
-		Cut: cut,
+		Cut:    cut,
+		Absent: o.Absent,
 		Visit: func(c objects.CID, data []byte) error {
 			if skip != nil && skip(c) {
 				return nil
@@ -80,6 +104,16 @@ func WriteCARSince(ctx context.Context, w io.Writer, bs objects.BlockStore, comm
 	}
 	if len(problems) > 0 {
 		return st, fmt.Errorf("snapshot: CAR: %w", problems[0])
+	}
+	for _, line := range o.Redactions {
+		b := objects.NewValue(line)
+		if skip != nil && skip(b.CID) {
+			continue
+		}
+		st.Blocks++
+		if err := frame(b.CID.Bytes(), b.Data); err != nil {
+			return st, err
+		}
 	}
 	return st, bw.Flush()
 }

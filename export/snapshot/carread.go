@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs/redaction"
 	"github.com/ipfs/go-cid"
 )
 
@@ -63,6 +64,14 @@ type CAROptions struct {
 	// them): such a parent, in neither the CAR nor the store, is not
 	// required.
 	Cut func(child, parent objects.CID) bool
+	// Redactions, when set, judges the redaction records the CAR carries
+	// (raw blocks no link reaches that parse as records, refs/redaction;
+	// WriteCARWith writes them): it returns which raw blocks of which
+	// values may then be missing (dag.WalkOptions.Absent), or an error that
+	// refuses the CAR (a record forged, unsigned, or signed by a key the
+	// receiver does not trust). Without it such blocks are refused as
+	// unreachable.
+	Redactions func(lines [][]byte) (absent func(v, c objects.CID) bool, err error)
 }
 
 // CARImport says what ReadCAR read and stored.
@@ -71,6 +80,9 @@ type CARImport struct {
 	Blocks int         // distinct blocks in the CAR (a repeated block counts once)
 	New    int         // of those, blocks the store did not hold before (written)
 	Bytes  int64       // bytes of the CAR read (header and frames)
+	// Redactions are the records the CAR carried (not stored as blocks:
+	// the caller keeps them, as a store keeps its records).
+	Redactions [][]byte
 }
 
 // ReadCAR reads a CARv1 file (the format WriteCAR writes) into bs. It
@@ -127,6 +139,7 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 
 	// Frames.
 	st := newCARStage()
+	records := map[objects.CID][]byte{} // blocks that parse as redaction records
 	maxFrame := uint64(o.MaxBlock) + 36
 	for {
 		if err := ctx.Err(); err != nil {
@@ -162,6 +175,11 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 			return imp, err
 		}
 		st.add(c, frame, kind)
+		if o.Redactions != nil && kind == kindValue && bytes.HasPrefix(data, []byte(`{"v":1,"agent":`)) {
+			if _, err := redaction.Parse(data); err == nil {
+				records[c] = data
+			}
+		}
 	}
 	imp.Bytes = cr.n
 	imp.Blocks = st.len()
@@ -174,8 +192,19 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 	// The graph: everything the root reaches is in the CAR or in bs, and is
 	// what its link says it is (Walk decodes commits as commits, tree
 	// nodes as tree nodes, chunked values as chunk nodes).
+	var absent func(v, c objects.CID) bool
+	if len(records) > 0 {
+		lines := make([][]byte, 0, len(records))
+		for _, l := range records {
+			lines = append(lines, l)
+		}
+		if absent, err = o.Redactions(lines); err != nil {
+			return imp, err
+		}
+	}
 	view := &carView{st: st, bs: bs}
 	_, problems, err := dag.Walk(ctx, view, []objects.CID{root}, dag.WalkOptions{
+		Absent:       absent,
 		Reached:      st,
 		VerifyValues: true, // chunked values read as the reader reads them
 		// What bs holds is whole and checked there: a tree node of it must
@@ -218,6 +247,10 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 	}
 	for i := range st.len() {
 		if !st.at(i).reached {
+			if line, ok := records[st.cid(i)]; ok {
+				imp.Redactions = append(imp.Redactions, line)
+				continue
+			}
 			return imp, badCAR(-1, "block %s is not reachable from the root %s", st.cid(i), root)
 		}
 	}

@@ -6,10 +6,12 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/internal/atomicfile"
 	"github.com/agentstate/agentstate/internal/progress"
+	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/urfave/cli/v2"
 )
 
@@ -45,7 +47,18 @@ func (e *env) runExport(c *cli.Context) error {
 				if err != nil {
 					return err
 				}
-				st, err := snapshot.WriteCARCut(e.ctx, w, r.Blocks, id, lo.Cut)
+				// Redacted blocks are left out and the records that name
+				// them go in, so an importer that trusts their signer
+				// takes the history (docs/format.md §10).
+				absent, err := r.JudgeRedactions(e.ctx, nil)
+				if err != nil {
+					return err
+				}
+				lines, err := r.RedactionLines(e.ctx, "")
+				if err != nil {
+					return err
+				}
+				st, err := snapshot.WriteCARWith(e.ctx, w, r.Blocks, id, snapshot.CARWriteOptions{Cut: lo.Cut, Absent: absent, Redactions: lines})
 				if err == nil {
 					fmt.Fprintf(e.stderr, "exported %s as CAR: %d blocks, %d bytes\n", id.Short(), st.Blocks, st.Bytes)
 				}
@@ -60,6 +73,13 @@ func (e *env) runExport(c *cli.Context) error {
 			h, err := r.BundleHash(e.ctx, cm.Tree)
 			if err != nil {
 				return err
+			}
+			// A tar holds content: a redacted value has none, and no
+			// placeholder would hash to the bundle hash, so it is refused.
+			if red, err := inspect.New(r).Redacted(e.ctx, id); err != nil {
+				return err
+			} else if len(red) > 0 {
+				return fmt.Errorf("export: %s holds %d redacted value(s) (%s, ...): a tar must hold every value's content to match its bundle hash; export --format car leaves them out with their records", id.Short(), len(red), termsafe.Line(red[0]))
 			}
 			st, err := snapshot.WriteTar(e.ctx, w, r.Blocks, cm.Tree, h, receipts)
 			if err == nil {

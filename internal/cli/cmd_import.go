@@ -11,6 +11,7 @@ import (
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/internal/progress"
 	"github.com/agentstate/agentstate/internal/termsafe"
+	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 	"github.com/urfave/cli/v2"
 )
@@ -86,9 +87,18 @@ func isCAR(br *bufio.Reader) bool {
 func (e *env) importCAR(c *cli.Context, br *bufio.Reader) error {
 	name := c.Args().First()
 	return e.withRepo(func(r *repo.Repo) error {
-		imp, err := snapshot.ReadCAR(e.ctx, br, r.Blocks, snapshot.CAROptions{})
+		imp, err := snapshot.ReadCAR(e.ctx, br, r.Blocks, snapshot.CAROptions{Redactions: func(lines [][]byte) (func(v, c objects.CID) bool, error) {
+			return r.JudgeRedactions(e.ctx, lines)
+		}})
 		if err != nil {
 			return fmt.Errorf("importing %s (HEAD did not move): %w", name, err)
+		}
+		added, err := r.AddRedactions(e.ctx, imp.Redactions)
+		if err != nil {
+			return fmt.Errorf("importing %s (its blocks are stored; HEAD did not move): %w", name, err)
+		}
+		if added.Added > 0 {
+			fmt.Fprintf(e.stdout, "%s: %d redaction record(s) taken; %d block(s) of this store's removed\n", e.agent, added.Added, added.Removed)
 		}
 		in, err := r.Integrate(e.ctx, e.agent, imp.Root, c.Bool("ff-only"), refs.OpImport, "import "+filepath.Base(name))
 		if err != nil {

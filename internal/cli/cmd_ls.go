@@ -55,7 +55,11 @@ func runLs(ctx context.Context, o lsOptions, args []string, out io.Writer) error
 	}
 	for _, en := range es {
 		if o.Long {
-			fmt.Fprintf(out, "%s %9s %s\n", en.CID.Short(), o.out(ctx, out).size(int64(en.Size)), termsafe.Line(en.Key))
+			size := o.out(ctx, out).size(int64(en.Size))
+			if en.Redacted != nil {
+				size = "redacted"
+			}
+			fmt.Fprintf(out, "%s %9s %s\n", en.CID.Short(), size, termsafe.Line(en.Key))
 		} else {
 			fmt.Fprintln(out, termsafe.Line(en.Key))
 		}

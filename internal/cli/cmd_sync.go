@@ -48,6 +48,8 @@ type syncReport struct {
 	Stats    repo.SyncStats   `json:"transfer"`
 	HEAD     repo.Integration `json:"head"`
 	Receipts int              `json:"receipts"`
+	// Redactions: the other store's redaction records taken here.
+	Redactions repo.AddedRedactions `json:"redactions"`
 }
 
 // withOther runs fn against another store: spec is HOST:PORT or a directory.
@@ -94,7 +96,7 @@ func (e *env) withOther(spec string, write bool, fn func(r *repo.Repo) error) er
 // (repo.Transfer: nothing changes before the whole transfer is checked).
 func (e *env) transfer(dst, src *repo.Repo, from, to string, ffOnly bool, op refs.Op, note string) (syncReport, error) {
 	t, err := dst.Transfer(e.ctx, src, from, to, ffOnly, op, note)
-	return syncReport{Agent: to, Stats: t.Stats, HEAD: t.HEAD, Receipts: t.Receipts}, err
+	return syncReport{Agent: to, Stats: t.Stats, HEAD: t.HEAD, Receipts: t.Receipts, Redactions: t.Redactions}, err
 }
 
 func (e *env) printSync(rep syncReport) {
@@ -108,6 +110,13 @@ func (e *env) printSync(rep syncReport) {
 		fmt.Fprintf(e.stdout, "%s: %s %s -> %s\n", rep.Agent, h.Outcome, h.From.Short(), h.To.Short())
 	}
 	fmt.Fprintf(e.stdout, "%s: moved %d commits, %d blocks (%d bytes); %d receipts\n", rep.Agent, rep.Stats.Commits, rep.Stats.Blocks, rep.Stats.Bytes, rep.Receipts)
+	if r := rep.Redactions; r.Added > 0 {
+		fmt.Fprintf(e.stdout, "%s: %d redaction record(s) taken; %d block(s) of this store's removed", rep.Agent, r.Added, r.Removed)
+		if r.Pending {
+			fmt.Fprint(e.stdout, " (the rest at the next gc)")
+		}
+		fmt.Fprintln(e.stdout)
+	}
 }
 
 func (e *env) runClone(c *cli.Context) error {

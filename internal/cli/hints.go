@@ -36,6 +36,10 @@ func hint(err error) string {
 		return "--ff-only refuses a merge"
 	case errors.Is(err, repo.ErrNotInHistory):
 		return "'agentstate log' lists the agent's commits; --agent names another agent"
+	case errors.As(err, new(*repo.UntrustedRedactionError)):
+		var u *repo.UntrustedRedactionError
+		errors.As(err, &u)
+		return "if you trust that key to redact " + u.Agent + "'s values: 'agentstate trust add --agent " + u.Agent + " " + u.Signer + "', then try again"
 	case errors.Is(err, repo.ErrNothingToRedact):
 		return "'agentstate redactions' lists what is redacted; 'agentstate log -- KEY' the key's versions"
 	case errors.Is(err, repo.ErrDamaged):

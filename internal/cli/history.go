@@ -42,6 +42,9 @@ type historyPushed struct {
 	Added    int           `json:"added"`          // packs this push added (more than one: a history too large for one)
 	Blocks   int           `json:"blocks"`         // blocks in them
 	Signer   string        `json:"signer"`
+	// Rebuilt: redacted since the last push, the history was published
+	// anew; the packs pushed before stay where they were stored.
+	Rebuilt bool `json:"rebuilt,omitempty"`
 }
 
 // pushHistory runs after the snapshot push: one pack of what is new since
@@ -64,7 +67,7 @@ func (e *env) pushHistory(c *cli.Context, r *repo.Repo, p *snapshot.Pipeline) (*
 	if err != nil {
 		return nil, fmt.Errorf("push --history: %w", err)
 	}
-	out := &historyPushed{Manifest: m.Ref.String(), Head: m.Head.String(), Packs: len(m.Packs), Signer: m.Operator}
+	out := &historyPushed{Manifest: m.Ref.String(), Head: m.Head.String(), Packs: len(m.Packs), Signer: m.Operator, Rebuilt: m.Rebuilt}
 	if m.Added {
 		out.Pack = &m.Packs[len(m.Packs)-1]
 		out.Added = m.PacksAdded
@@ -99,6 +102,9 @@ func (e *env) printHistoryPushed(h *historyPushed) {
 		}
 	}
 	fmt.Fprintf(e.stdout, "history pointer: %s = %s\n", termsafe.Line(h.Pointer), termsafe.Line(h.Manifest))
+	if h.Rebuilt {
+		fmt.Fprintln(e.stdout, "history: published anew without the redacted content; the history pushed before cannot be unpublished: its packs stay where they were stored, and whoever holds its manifest can still read them")
+	}
 }
 
 // restoreHistory is restore --history: the packs of the published manifest

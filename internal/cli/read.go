@@ -46,7 +46,34 @@ var changeColor = map[objects.ChangeKind]string{objects.Added: "32", objects.Rem
 
 func (e *env) printChanges(changes []inspect.Change) {
 	for _, ch := range changes {
-		fmt.Fprintf(e.stdout, "%s\t%s\n", e.paint(changeColor[ch.Change], changeLetter[ch.Change]), termsafe.Line(ch.Path))
+		fmt.Fprintf(e.stdout, "%s\t%s%s\n", e.paint(changeColor[ch.Change], changeLetter[ch.Change]), termsafe.Line(ch.Path), redactedNote(ch))
+	}
+}
+
+// redactedNote marks a change a side of which is redacted.
+func redactedNote(ch inspect.Change) string {
+	switch {
+	case ch.OldRedacted != nil && ch.NewRedacted != nil:
+		return "\t(redacted before and after)"
+	case ch.OldRedacted != nil:
+		return "\t(redacted before)"
+	case ch.NewRedacted != nil:
+		return "\t(redacted after)"
+	}
+	return ""
+}
+
+// printRedactedChange says, in place of a diff, which side is redacted and
+// by which record.
+func (e *env) printRedactedChange(ch inspect.Change) {
+	for _, side := range []struct {
+		name string
+		red  *inspect.Redacted
+		cid  objects.CID
+	}{{"old", ch.OldRedacted, ch.Old}, {"new", ch.NewRedacted, ch.New}} {
+		if side.red != nil {
+			fmt.Fprintf(e.stdout, "%s value %s %s\n", side.name, side.cid.Short(), termsafe.Line(side.red.String()))
+		}
 	}
 }
 
@@ -59,6 +86,10 @@ func (e *env) printPatch(changes []inspect.Change) {
 	for _, ch := range changes {
 		path := termsafe.Line(ch.Path)
 		fmt.Fprintln(e.stdout, e.paint("1", "diff a/"+path+" b/"+path))
+		if ch.OldRedacted != nil || ch.NewRedacted != nil {
+			e.printRedactedChange(ch)
+			continue
+		}
 		if ch.Rows != nil || ch.RowsError != "" {
 			e.printRows(ch) // a SQLite value, by table
 			continue
