@@ -128,7 +128,7 @@ func TestGraphDamageIgnoredVerifiedRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { r.Close() }() // the repository open at the end
 	head := graphHistory(t, r)
 	want := objectLog(t, r, head)
 	var names []string
@@ -192,7 +192,7 @@ func TestGraphBehindIsFilledIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { r.Close() }() // the repository open at the end
 	head := graphHistory(t, r)
 	want := objectLog(t, r, head)
 	// Lose the index of every other commit, and half the records.
