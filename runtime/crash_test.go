@@ -154,6 +154,7 @@ func TestCrashAtRandomInstants(t *testing.T) {
 // for every landing (re-created for those the kill took).
 func TestCrashKeepsEveryAcknowledgedTask(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
+	openWith(t, Options{Store: dir, Signer: testKey("operator")}).Close() // made whole before the first kill
 	rng := rand.New(rand.NewPCG(24, 24))
 	var acked []string
 	for round := range 5 {
