@@ -90,6 +90,18 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 		}
 	}
 	res.Read = len(toRead)
+	// A changed file's previous version (a memory database with a few pages
+	// rewritten) shares most of its chunks with the new one: those are known
+	// to be stored and are not looked up again, one by one.
+	var stored map[objects.CID]struct{}
+	for _, i := range toRead {
+		if e, ok := old.lookup(files[i].Key); ok && e.value.Codec() == objects.CodecDagCBOR {
+			if stored == nil {
+				stored = map[objects.CID]struct{}{}
+			}
+			objects.AddStoredChunks(ctx, bs, e.value, stored)
+		}
+	}
 	// Progress: the bytes of the files read (those the cache trusts are
 	// not).
 	var bytes int64
@@ -97,7 +109,7 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 		bytes += files[i].Size
 	}
 	pc := progress.Start(ctx, bytes)
-	err = readInto(ctx, bs, files, toRead, func(i int, v objects.CID) error {
+	err = readInto(ctx, objects.SkipStored(bs, stored), files, toRead, func(i int, v objects.CID) error {
 		pc.Add(files[i].Size)
 		next.entries[i].value = v
 		_, err := t.Put(ctx, files[i].Key, v)
@@ -135,14 +147,27 @@ func StoreFiles(ctx context.Context, bs objects.BlockStore, files []ScannedFile,
 // with other files'; a longer file streams into bs as it is read
 // (objects.WriteValue, the same CID as objects.NewFileValue), so a worker
 // holds a few MiB of it whatever its size.
-func readValue(ctx context.Context, bs objects.BlockStore, p string) (objects.CID, []objects.Block, int, error) {
+func readValue(ctx context.Context, bs objects.BlockStore, p string, size int64) (objects.CID, []objects.Block, int, error) {
 	f, err := openRegular(p)
 	if err != nil {
 		return objects.CID{}, nil, 0, err
 	}
 	defer f.Close()
-	head := make([]byte, objects.ChunkThreshold+1)
+	// The buffer is the size the scan saw, plus one byte to notice a file
+	// that grew since: a million small files must not cost a
+	// threshold-sized allocation each.
+	want := objects.ChunkThreshold + 1
+	if size >= 0 && size < objects.ChunkThreshold {
+		want = int(size) + 1
+	}
+	head := make([]byte, want)
 	n, err := io.ReadFull(f, head)
+	if err == nil && want < objects.ChunkThreshold+1 { // grew: read on up to the threshold
+		head = append(head, make([]byte, objects.ChunkThreshold+1-want)...)
+		var m int
+		m, err = io.ReadFull(f, head[want:])
+		n = want + m
+	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		v, blocks := objects.NewFileValue(head[:n])
 		return v, blocks, n, nil
@@ -191,7 +216,7 @@ func readInto(ctx context.Context, bs objects.BlockStore, files []ScannedFile, i
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				v, blocks, size, err := readValue(ctx, bs, files[i].Path)
+				v, blocks, size, err := readValue(ctx, bs, files[i].Path, files[i].Size)
 				results <- result{i: i, v: v, blocks: blocks, size: size, err: err}
 			}
 		}()

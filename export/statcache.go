@@ -150,6 +150,9 @@ const statCacheVersion = 1
 var errBadStatCache = errors.New("export: malformed stat cache")
 
 func (c *statCache) lookup(key string) (statEntry, bool) {
+	if c == nil {
+		return statEntry{}, false
+	}
 	lo, hi := 0, len(c.entries)
 	for lo < hi {
 		m := (lo + hi) / 2

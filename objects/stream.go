@@ -145,7 +145,13 @@ type linkLevel struct {
 func (w *valueWriter) chunk(b []byte) error {
 	w.h.Write(b)
 	w.size += uint64(len(b))
-	blk := NewValue(bytes.Clone(b)) // the batch outlives the window
+	blk := NewValue(b)
+	if s, ok := w.bs.(skipStored); ok {
+		if _, known := s.stored[blk.CID]; known { // stored already: no copy, no write
+			return w.add(0, chunkLink{blk.CID, uint64(len(b))})
+		}
+	}
+	blk.Data = bytes.Clone(b) // the batch outlives the window
 	if err := w.emit(blk); err != nil {
 		return err
 	}

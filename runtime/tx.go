@@ -203,29 +203,7 @@ func (tx *Tx) Put(ctx context.Context, key string, data []byte) error {
 // up only the chunks that changed, not every chunk. On any error reading
 // old's nodes it keeps every block (the store looks them up as usual).
 func (rt *Runtime) unstored(ctx context.Context, old objects.CID, blocks []objects.Block) []objects.Block {
-	if old.Codec() != objects.CodecDagCBOR {
-		return blocks
-	}
-	stored := map[objects.CID]struct{}{old: {}}
-	nodes := []objects.CID{old}
-	for len(nodes) > 0 {
-		n := nodes[len(nodes)-1]
-		nodes = nodes[:len(nodes)-1]
-		data, err := rt.repo.Blocks.Get(ctx, n)
-		if err != nil {
-			return blocks
-		}
-		links, err := objects.ChunkLinks(data)
-		if err != nil {
-			return blocks
-		}
-		for _, l := range links {
-			stored[l] = struct{}{}
-			if l.Codec() == objects.CodecDagCBOR {
-				nodes = append(nodes, l)
-			}
-		}
-	}
+	stored := objects.StoredChunks(ctx, rt.repo.Blocks, old)
 	out := blocks[:0:0]
 	for _, b := range blocks {
 		if _, ok := stored[b.CID]; !ok {
