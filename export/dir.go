@@ -125,6 +125,8 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 		files   []ScannedFile
 		skipped []Skipped
 	)
+	root := filepath.Clean(dir)
+	shareKey := filepath.Separator == '/' && root != "/"
 	// scanOne reads one directory (key is its key prefix, "" at the top) and
 	// returns its subdirectories.
 	scanOne := func(p, key string) ([][2]string, error) {
@@ -136,7 +138,12 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 		var fs_ []ScannedFile
 		var sk []Skipped
 		for _, d := range ents {
-			cp, ck := p+string(filepath.Separator)+d.Name(), key+d.Name()
+			cp, ck := p+string(filepath.Separator)+d.Name(), ""
+			if shareKey {
+				ck = cp[len(root)+1:] // the key is the path's tail: one string, not two, per file
+			} else {
+				ck = key + d.Name()
+			}
 			t := d.Type()
 			switch {
 			case key == "" && strings.EqualFold(d.Name(), StoreDirName):
@@ -181,7 +188,6 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 		mu.Unlock()
 		return subs, nil
 	}
-	root := filepath.Clean(dir)
 	if err := walkParallel(ctx, [2]string{root, ""}, scanOne); err != nil {
 		return nil, nil, err
 	}

@@ -70,10 +70,8 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 
 	next := &statCache{entries: make([]statEntry, len(files)), start: start.UnixNano()}
 	var toRead []int
-	seen := make(map[string]bool, len(files))
 	for i, f := range files {
 		next.entries[i] = statEntry{key: f.Key, stat: f.stat}
-		seen[f.Key] = true
 		if v, ok := old.trusted(f.Key, f.stat, window); ok {
 			next.entries[i].value = v // already in the cached tree
 			continue
@@ -81,11 +79,18 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 		toRead = append(toRead, i)
 	}
 	if old != nil {
+		// Keys the cache has and the directory no longer has: both lists
+		// are in key order, so one merge finds them.
+		j := 0
 		for _, e := range old.entries {
-			if !seen[e.key] {
-				if _, err := t.Delete(ctx, e.key); err != nil {
-					return res, err
-				}
+			for j < len(files) && files[j].Key < e.key {
+				j++
+			}
+			if j < len(files) && files[j].Key == e.key {
+				continue
+			}
+			if _, err := t.Delete(ctx, e.key); err != nil {
+				return res, err
 			}
 		}
 	}
@@ -252,7 +257,7 @@ func readInto(ctx context.Context, bs objects.BlockStore, files []ScannedFile, i
 		if err == nil {
 			batch = append(batch, r.blocks...)
 			batchBytes += r.size
-			if batchBytes >= 64<<20 {
+			if batchBytes >= 16<<20 {
 				err = flush()
 			}
 		}
