@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"iter"
 	"strconv"
 	"strings"
 
@@ -174,14 +175,43 @@ func (g GraphRecord) Check() (objects.CID, *objects.Commit, error) {
 	return objects.Sum(objects.CodecDagCBOR, g.Commit), cm, nil
 }
 
+// GraphScanner is the optional ability of a GraphStore to read records in
+// name order from a name on, in one pass (dag/repo/storage/badger has it):
+// a long walk then reads each of the store's blocks of records once
+// instead of looking each record up.
+type GraphScanner interface {
+	MetaFrom(ctx context.Context, prefix, from string, fn func(name string, v []byte) error) error
+}
+
 // graphReader reads commits from a commit graph for one walk, checking
 // each record it uses; a commit it cannot read from the graph is read from
 // the block store. It learns the record numbers of the parents of each
-// commit it reads, so a walk needs the index only where it starts.
+// commit it reads, so a walk needs the index only where it starts. With a
+// GraphScanner it reads records in one pass from where the walk is
+// (records are numbered newest first in name order, as a walk goes),
+// keeping those it passes that the walk has not asked for yet, up to
+// maxPending; a record far from the pass, or already passed, is looked up.
 type graphReader struct {
 	gs   GraphStore
 	hint map[objects.CID]uint64 // a commit's record number, from a child's record
+
+	scan    GraphScanner
+	next    func() (string, []byte, bool) // the pass in progress (nil: none)
+	stop    func()
+	cursor  uint64 // the number of the last record the pass read
+	pending map[uint64][]byte
+	reads   int // records asked for: the first few are looked up
 }
+
+const (
+	maxPending = 4096
+	// scanReach is how far ahead of the pass a record may be for the pass
+	// to go on to it rather than start again there.
+	scanReach = 256
+	// scanAfter is how many records a walk reads by lookup before it
+	// starts a pass (a short log reads a few).
+	scanAfter = 16
+)
 
 // read returns c's commit from the graph, or ok false when the graph has
 // no usable record of it.
@@ -198,8 +228,8 @@ func (g *graphReader) read(ctx context.Context, c objects.CID) (*objects.Commit,
 			return nil, nil, false
 		}
 	}
-	v, found, err := g.gs.GetMeta(ctx, GraphRecordName(seq))
-	if err != nil || !found {
+	v, ok := g.record(ctx, seq)
+	if !ok {
 		return nil, nil, false
 	}
 	rec, err := DecodeGraphRecord(v)
@@ -218,21 +248,98 @@ func (g *graphReader) read(ctx context.Context, c objects.CID) (*objects.Commit,
 	return cm, rec.Commit, true
 }
 
+// record returns record number seq's bytes.
+func (g *graphReader) record(ctx context.Context, seq uint64) ([]byte, bool) {
+	if v, ok := g.pending[seq]; ok {
+		delete(g.pending, seq)
+		return v, true
+	}
+	if g.reads++; g.scan != nil && g.reads > scanAfter {
+		if g.next == nil || seq >= g.cursor || g.cursor-seq > scanReach {
+			g.startPass(ctx, seq)
+		}
+		for {
+			name, v, ok := g.next()
+			if !ok {
+				g.close()
+				break
+			}
+			s, ok := GraphRecordSeq(name)
+			if !ok {
+				continue
+			}
+			g.cursor = s
+			if s == seq {
+				return v, true
+			}
+			if len(g.pending) >= maxPending {
+				clear(g.pending)
+			}
+			g.pending[s] = v
+			if s < seq {
+				break // passed it: not in the graph
+			}
+		}
+	}
+	v, found, err := g.gs.GetMeta(ctx, GraphRecordName(seq))
+	return v, err == nil && found
+}
+
+// startPass starts a pass over the records from number seq down.
+func (g *graphReader) startPass(ctx context.Context, seq uint64) {
+	g.close()
+	if g.pending == nil {
+		g.pending = map[uint64][]byte{}
+	}
+	g.next, g.stop = iter.Pull2(func(yield func(string, []byte) bool) {
+		_ = g.scan.MetaFrom(ctx, GraphRecordPrefix, GraphRecordName(seq), func(name string, v []byte) error {
+			if !yield(name, v) {
+				return errStopPass
+			}
+			return nil
+		})
+	})
+	g.cursor = seq + 1
+}
+
+var errStopPass = errors.New("pass stopped")
+
+// close ends the pass in progress.
+func (g *graphReader) close() {
+	if g.stop != nil {
+		g.stop()
+	}
+	g.next, g.stop = nil, nil
+}
+
 // commitReader is how a walk reads commits: from the commit cache, then
 // the commit graph, then the block store.
 type commitReader struct {
 	bs    objects.BlockStore
 	cache *CommitCache
 	graph *graphReader
+	kept  int
 }
+
+// keepFromGraph is how many of the commits a walk reads from the graph it
+// keeps in the commit cache.
+const keepFromGraph = 4096
 
 func newCommitReader(bs objects.BlockStore) *commitReader {
 	rd := &commitReader{bs: bs}
 	rd.cache, _ = bs.(*CommitCache)
 	if rd.cache != nil && rd.cache.graph != nil {
 		rd.graph = &graphReader{gs: rd.cache.graph, hint: map[objects.CID]uint64{}}
+		rd.graph.scan, _ = rd.cache.graph.(GraphScanner)
 	}
 	return rd
+}
+
+// close ends what the reader holds open (a pass over the graph).
+func (rd *commitReader) close() {
+	if rd.graph != nil {
+		rd.graph.close()
+	}
 }
 
 func (rd *commitReader) read(ctx context.Context, c objects.CID) (*objects.Commit, error) {
@@ -243,7 +350,12 @@ func (rd *commitReader) read(ctx context.Context, c objects.CID) (*objects.Commi
 		return cm, nil
 	}
 	if cm, data, ok := rd.graph.read(ctx, c); ok {
-		rd.cache.keep(c, cm, data)
+		// A served store's logs find the commits they read in its cache;
+		// a long walk keeps only its start (the rest would only churn it).
+		if rd.kept < keepFromGraph {
+			rd.kept++
+			rd.cache.keep(c, cm, data)
+		}
 		return cm, nil
 	}
 	return ReadCommit(ctx, rd.bs, c)

@@ -96,6 +96,7 @@ func Log(ctx context.Context, bs objects.BlockStore, start objects.CID) iter.Seq
 func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o LogOptions) iter.Seq2[LogEntry, error] {
 	return func(yield func(LogEntry, error) bool) {
 		rd := newCommitReader(bs)
+		defer rd.close()
 		cm, err := rd.read(ctx, start)
 		if err != nil {
 			yield(LogEntry{}, err)

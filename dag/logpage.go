@@ -24,6 +24,7 @@ func LogPage(ctx context.Context, bs objects.BlockStore, start objects.CID, fron
 	var q *logQueue
 	var seen map[objects.CID]bool
 	rd := newCommitReader(bs)
+	defer rd.close()
 	if frontier == nil {
 		cm, err := rd.read(ctx, start)
 		if err != nil {

@@ -159,6 +159,7 @@ func TestGraphDamageIgnoredVerifiedRebuilt(t *testing.T) {
 	if r, err = repo.Open(dir, repo.Options{}); err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	if got := graphLogOf(t, r.Blocks, head); !slices.Equal(got, want) {
 		t.Fatalf("log through a damaged graph:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -214,6 +215,7 @@ func TestGraphBehindIsFilledIn(t *testing.T) {
 	if r, err = repo.Open(dir, repo.Options{}); err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	if got := graphLogOf(t, r.Blocks, head); !slices.Equal(got, want) {
 		t.Fatal("log through a graph missing records differs")
 	}
@@ -225,6 +227,7 @@ func TestGraphBehindIsFilledIn(t *testing.T) {
 	if r, err = repo.Open(dir, repo.Options{}); err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	if got := graphLogOf(t, r.Blocks, head); !slices.Equal(got, want) {
 		t.Fatal("log with no graph differs")
 	}
@@ -281,5 +284,59 @@ func TestGraphAfterForget(t *testing.T) {
 	}
 	if n := graphRecords(t, r); n == 0 || n >= 56 {
 		t.Fatalf("%d graph records after forget", n)
+	}
+}
+
+// Two agents writing by turns interleave their records: each one's log
+// reads the graph in passes that skip the other's records, and is the
+// objects' log.
+func TestGraphInterleavedAgents(t *testing.T) {
+	ctx := context.Background()
+	r, err := repo.Init(filepath.Join(t.TempDir(), "s"), repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	now := int64(1_700_000_000)
+	r.Now = func() int64 { now++; return now }
+	for i := range 600 {
+		agent := []string{"a", "b", "b"}[i%3]
+		if _, _, err := r.CommitTree(ctx, repo.CommitRequest{Agent: agent, Tree: tree(t, r, "k", fmt.Sprint(i)), Message: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, agent := range []string{"a", "b"} {
+		h, err := r.Refs.Head(ctx, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := graphLogOf(t, r.Blocks, h.Commit), objectLog(t, r, h.Commit)
+		if !slices.Equal(got, want) || len(got) != map[string]int{"a": 200, "b": 400}[agent] {
+			t.Fatalf("%s: %d commits through the graph, %d from the objects", agent, len(got), len(want))
+		}
+	}
+	graphVerifyClean(t, r)
+	// The graph alone serves the walk: with every commit object deleted
+	// from the store, the log is the same.
+	h, _ := r.Refs.Head(ctx, "b")
+	want := graphLogOf(t, r.Blocks, h.Commit)
+	var commits []objects.CID
+	for e, err := range dag.Log(ctx, r.Blocks, h.Commit) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		commits = append(commits, e.CID)
+	}
+	if err := r.Storage.(objects.BlockDeleter).Delete(ctx, commits...); err != nil {
+		t.Fatal(err)
+	}
+	dir := r.Dir
+	r.Close()
+	if r, err = repo.Open(dir, repo.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := graphLogOf(t, r.Blocks, h.Commit); !slices.Equal(got, want) {
+		t.Fatalf("log from the graph alone: %d commits, want %d", len(got), len(want))
 	}
 }

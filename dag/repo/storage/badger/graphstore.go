@@ -107,3 +107,31 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 	s.noteMoved(int(n))
 	return nil
 }
+
+// MetaFrom calls fn for every metadata record whose name starts with
+// prefix and is not before from, in name order, reading them in one pass
+// (neighbouring records share the store's blocks, each read once), and
+// returns the first error fn returns. Records a deferred write holds are
+// not among them (GetMeta reads those).
+func (s *Store) MetaFrom(ctx context.Context, prefix, from string, fn func(name string, v []byte) error) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		o.Prefix = metaKey(prefix)
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Seek(metaKey(max(from, prefix))); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(string(it.Item().Key()[1:]), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
