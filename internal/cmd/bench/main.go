@@ -190,6 +190,7 @@ var workloads = []workload{
 	{16, "first sql query at an old commit of a 64 MiB memory.db vs sqlite3 on a checkout", w16SQLQuery},
 	{17, "diff --sql and --stat of two versions of a 64 MiB memory.db 1% of pages apart vs sqldiff", w17RowDiff},
 	{18, "log --row over 1000 tasks of a 64 MiB memory.db", w18RowLog},
+	{19, "log --oneline and --json over 100,000 commits, unserved (CLI)", w19LogLong},
 	{21, "floors of the unserved reads: the engine's start, the store's open, the first sql query's pages", w21Floors},
 	{22, "commit DIR after a task changed a 32 MiB memory.db and 3 skills (CLI)", w22TaskCommit},
 	{23, "commit DIR of 1,000,000 small files (CLI)", w23MillionFiles},
