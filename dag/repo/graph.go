@@ -274,11 +274,22 @@ func (r *Repo) AddToGraph(ctx context.Context, tips ...objects.CID) (int, error)
 }
 
 // RebuildGraph drops the commit graph and writes it anew from the commits
-// every root reaches (Roots). It returns the records written.
+// every root reaches (Roots). It returns the records written. Writers in
+// this process wait while it runs (as they wait for gc).
 func (r *Repo) RebuildGraph(ctx context.Context) (int, error) {
 	if _, ok := r.graphPutter(); !ok {
 		return 0, nil
 	}
+	release, err := r.gate.exclusive(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	return r.rebuildGraph(ctx)
+}
+
+// rebuildGraph is RebuildGraph with the write gate held.
+func (r *Repo) rebuildGraph(ctx context.Context) (int, error) {
 	if err := r.dropGraph(ctx); err != nil {
 		return 0, err
 	}
@@ -321,6 +332,7 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 		seqs    []uint64
 	}
 	recs := map[uint64]info{}
+	damaged := map[uint64]bool{} // records named in a problem already
 	problem := func(format string, a ...any) {
 		if len(rep.Problems) < 100 {
 			rep.Problems = append(rep.Problems, "commit graph: "+fmt.Sprintf(format, a...))
@@ -353,11 +365,13 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 		}
 		rec, err := dag.DecodeGraphRecord(v)
 		if err != nil {
+			damaged[seq] = true
 			problem("record %d: %v", seq, err)
 			return nil
 		}
 		id, cm, err := rec.Check()
 		if err != nil {
+			damaged[seq] = true
 			problem("record %d: %v", seq, err)
 			return nil
 		}
@@ -374,23 +388,27 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 			problem("record %d holds commit %s, which is not in the store", seq, in.cid)
 		}
 		var gen uint64
+		linked := true
 		for i, p := range in.seqs {
 			if p == 0 {
 				continue
 			}
 			pin, ok := recs[p-1]
 			if !ok || pin.cid != in.parents[i] {
-				problem("record %d: parent %d (%s) is not record %d", seq, i+1, in.parents[i].Short(), p-1)
+				linked = false
+				if !damaged[p-1] { // a damaged parent record is its own problem
+					problem("record %d: parent %d (%s) is not record %d", seq, i+1, in.parents[i].Short(), p-1)
+				}
 				continue
 			}
 			gen = max(gen, pin.gen)
 		}
-		if in.gen != gen+1 {
+		if linked && in.gen != gen+1 {
 			problem("record %d: generation %d, want %d", seq, in.gen, gen+1)
 		}
 	}
 	for c, seq := range index {
-		if in, ok := recs[seq]; !ok || in.cid != c {
+		if in, ok := recs[seq]; (!ok && !damaged[seq]) || ok && in.cid != c {
 			problem("index entry of %s names record %d, which does not hold it", c.Short(), seq)
 		}
 	}

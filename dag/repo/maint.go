@@ -198,7 +198,7 @@ func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*C
 	}
 	defer func() {
 		if err == nil {
-			if _, gerr := r.RebuildGraph(ctx); gerr != nil {
+			if _, gerr := r.rebuildGraph(ctx); gerr != nil {
 				err = fmt.Errorf("gc: rebuilding the commit graph: %w", gerr)
 			}
 		}

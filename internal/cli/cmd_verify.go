@@ -10,14 +10,28 @@ import (
 
 func newVerifyCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "verify", Usage: "re-hash every reachable block and check every operation log", ArgsUsage: " ",
-		Flags: []cli.Flag{jsonFlag()}, Action: e.runVerify}
+		Flags: []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "repair", Usage: "first rebuild the caches derived from the objects (the commit graph), then verify"}},
+		Action: e.runVerify}
 }
 
 func (e *env) runVerify(c *cli.Context) error {
 	if err := nargs(c, 0, 0); err != nil {
 		return err
 	}
-	return e.withRepoRead(func(r *repo.Repo) error {
+	with := e.withRepoRead
+	if c.Bool("repair") {
+		with = e.withRepo
+	}
+	return with(func(r *repo.Repo) error {
+		if c.Bool("repair") {
+			n, err := r.RebuildGraph(e.ctx)
+			if err != nil {
+				return fmt.Errorf("rebuilding the commit graph: %w", err)
+			}
+			if !c.Bool("json") {
+				fmt.Fprintf(e.stdout, "rebuilt the commit graph: %d commits\n", n)
+			}
+		}
 		rep, err := r.Verify(e.ctx)
 		if err != nil {
 			return err
@@ -39,6 +53,9 @@ func (e *env) runVerify(c *cli.Context) error {
 			for _, p := range rep.Problems {
 				fmt.Fprintf(e.stdout, "problem: %s\n", termsafe.Line(fmt.Sprint(p)))
 			}
+		}
+		if len(rep.Problems) > 0 && rep.GraphProblems == len(rep.Problems) && !c.Bool("repair") {
+			return fmt.Errorf("verify found %d problem(s), all in the commit graph, a cache of the commits: agentstate verify --repair rebuilds it", len(rep.Problems))
 		}
 		if len(rep.Problems) > 0 {
 			return fmt.Errorf("verify found %d problem(s)", len(rep.Problems))
