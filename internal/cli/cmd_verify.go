@@ -10,7 +10,7 @@ import (
 
 func newVerifyCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "verify", Usage: "re-hash every reachable block and check every operation log", ArgsUsage: " ",
-		Flags: []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "repair", Usage: "first rebuild the caches derived from the objects (the commit graph), then verify"}},
+		Flags:  []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "repair", Usage: "first rebuild the caches derived from the objects (the commit graph), then verify"}},
 		Action: e.runVerify}
 }
 
