@@ -293,9 +293,11 @@ func walkValue(ctx context.Context, bs objects.BlockStore, v, t objects.CID, opt
 			continue
 		}
 		seen.Add(c)
-		via := "value in tree " + t.Short()
-		if c != v {
-			via = "chunk of value " + v.Short() + " in tree " + t.Short()
+		via := func() string { // only when there is a problem to name
+			if c != v {
+				return "chunk of value " + v.Short() + " in tree " + t.Short()
+			}
+			return "value in tree " + t.Short()
 		}
 		if c.Codec() == objects.CodecDagCBOR { // a chunked value: its node and list nodes link chunks
 			data, err := bs.Get(ctx, c)
@@ -311,26 +313,30 @@ func walkValue(ctx context.Context, bs objects.BlockStore, v, t objects.CID, opt
 					continue
 				}
 			}
+			w := via()
 			if c == v {
-				via = "chunked " + via
+				w = "chunked " + w
 			}
-			problems = append(problems, Problem{CID: c, Via: via, Err: err})
+			problems = append(problems, Problem{CID: c, Via: w, Err: err})
 			continue
 		}
-		if opts.Visit != nil || opts.VerifyValues && (opts.Hashed == nil || !opts.Hashed(c)) {
+		hashed := opts.Hashed != nil && opts.Hashed(c) // present and whole: the caller read it
+		if opts.Visit != nil || opts.VerifyValues && !hashed {
 			data, err := bs.Get(ctx, c)
 			if err != nil {
-				problems = append(problems, Problem{CID: c, Via: via, Err: err})
+				problems = append(problems, Problem{CID: c, Via: via(), Err: err})
 				continue
 			}
 			if err := visit(c, data); err != nil {
 				return nil, err
 			}
-		} else if ok, err := bs.Has(ctx, c); err != nil || !ok {
-			if err == nil {
-				err = &objects.NotFoundError{CID: c}
+		} else if !hashed {
+			if ok, err := bs.Has(ctx, c); err != nil || !ok {
+				if err == nil {
+					err = &objects.NotFoundError{CID: c}
+				}
+				problems = append(problems, Problem{CID: c, Via: via(), Err: err})
 			}
-			problems = append(problems, Problem{CID: c, Via: via, Err: err})
 		}
 	}
 	return problems, nil

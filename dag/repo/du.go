@@ -72,14 +72,24 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		if err != nil {
 			return u, err
 		}
-		w.bs, w.view, w.blocks = view, view, view.sizes // every block's size known: walked fills in
+		w.bs, w.view, w.walked = view, view, make([]int64, len(view.sizes))
 	}
+	// The count of the store (gc's walk) and the walk of the history run
+	// one after the other: side by side (they read only the scan) they
+	// took no less CPU and half as much memory again.
 	if err := w.store(ctx, &u.Store); err != nil {
 		return u, err
 	}
 	if agent == "" {
 		return u, nil
 	}
+	return w.history(ctx, u, agent)
+}
+
+// history fills in u's commits and keys: agent's history, walked oldest
+// commit first.
+func (w *usageWalk) history(ctx context.Context, u Usage, agent string) (Usage, error) {
+	r := w.r
 	u.Agent = agent
 	h, err := r.Refs.Head(ctx, agent)
 	if err != nil {
@@ -192,9 +202,10 @@ type blockUsage struct {
 // and the history's tree nodes and values walked so far.
 type usageWalk struct {
 	r      *Repo
-	bs     objects.BlockStore // r.Blocks, or view
-	view   *scanned           // the store read in one pass, when it could be
-	blocks map[blockID]blockUsage
+	bs     objects.BlockStore                          // r.Blocks, or view
+	view   *scanned                                    // the store read in one pass, when it could be
+	walked []int64                                     // with view: by the scan's index, the walked bytes + 1 (0: not walked)
+	blocks map[blockID]blockUsage                      // blocks the scan did not see (all, without view)
 	entry  func(key string, v objects.CID, size int64) // each entry of each node walked, once
 }
 
@@ -206,14 +217,14 @@ func (w *usageWalk) store(ctx context.Context, su *StoreUsage) error {
 		if err != nil {
 			return err
 		}
-		for _, b := range w.view.sizes {
+		for _, n := range w.view.sizes {
 			su.Blocks++
-			su.Bytes += b.size
+			su.Bytes += n
 		}
 		for c := range reach {
-			if b, ok := w.view.sizes[idOf(c)]; ok { // a live block not stored is verify's to report
+			if i, ok := w.view.index[idOf(c)]; ok { // a live block not stored is verify's to report
 				su.LiveBlocks++
-				su.LiveBytes += b.size
+				su.LiveBytes += w.view.sizes[i]
 			}
 		}
 		su.Reclaimable, su.ReclaimableBytes = su.Blocks-su.LiveBlocks, su.Bytes-su.LiveBytes
@@ -257,7 +268,7 @@ func (w *usageWalk) store(ctx context.Context, su *StoreUsage) error {
 
 // size is block c's bytes.
 func (w *usageWalk) size(ctx context.Context, c objects.CID) (int64, error) {
-	if b, ok := w.blocks[idOf(c)]; ok {
+	if b, _, ok := w.lookup(c); ok {
 		return b.size, nil
 	}
 	data, err := w.bs.Get(ctx, c)
@@ -283,7 +294,7 @@ func (w *usageWalk) valueSize(ctx context.Context, v objects.CID) (int64, error)
 // of its subtree (nodes and values), added the bytes of the blocks in it no
 // earlier walk met.
 func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, added int64, err error) {
-	if b, ok := w.blocks[idOf(t)]; ok && b.walked >= 0 {
+	if b, _, ok := w.lookup(t); ok && b.walked >= 0 {
 		return b.walked, 0, nil // a node walked is a whole subtree walked
 	}
 	if depth >= objects.MaxTreeDepth {
@@ -315,14 +326,14 @@ func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, 
 			w.entry(e.Key, e.Value, n)
 		}
 	}
-	w.blocks[idOf(t)] = blockUsage{size: int64(len(data)), walked: total}
+	w.note(t, blockUsage{size: int64(len(data)), walked: total})
 	return total, added, nil
 }
 
 // value walks value v (or a chunk list node of one, depth list nodes below
 // the value), as tree walks a node.
 func (w *usageWalk) value(ctx context.Context, v objects.CID, depth int) (total, added int64, err error) {
-	b, ok := w.blocks[idOf(v)]
+	b, _, ok := w.lookup(v)
 	if ok && b.walked >= 0 {
 		return b.walked, 0, nil
 	}
@@ -350,8 +361,33 @@ func (w *usageWalk) value(ctx context.Context, v objects.CID, depth int) (total,
 			total, added = total+n, added+a
 		}
 	}
-	w.blocks[idOf(v)] = blockUsage{size: b.size, walked: total}
+	w.note(v, blockUsage{size: b.size, walked: total})
 	return total, added, nil
+}
+
+// lookup is what the walk knows of block c: i is its place in the scan
+// (-1: not there).
+func (w *usageWalk) lookup(c objects.CID) (b blockUsage, i int, ok bool) {
+	id := idOf(c)
+	if w.view != nil {
+		if i, ok := w.view.index[id]; ok {
+			return blockUsage{size: w.view.sizes[i], walked: w.walked[i] - 1}, int(i), true
+		}
+	}
+	b, ok = w.blocks[id]
+	return b, -1, ok
+}
+
+// note records what the walk learnt of block c.
+func (w *usageWalk) note(c objects.CID, b blockUsage) {
+	id := idOf(c)
+	if w.view != nil {
+		if i, ok := w.view.index[id]; ok {
+			w.walked[i] = b.walked + 1
+			return
+		}
+	}
+	w.blocks[id] = b
 }
 
 func compareStrings(a, b string) int {

@@ -21,7 +21,8 @@ import (
 // It is a read-only objects.BlockStore.
 type scanned struct {
 	bs      objects.BlockStore
-	sizes   map[blockID]blockUsage // every block's size (walked: -1, du's to fill)
+	index   map[blockID]uint32 // every block seen: its place in sizes
+	sizes   []int64
 	nodes   map[blockID][]byte
 	bad     map[blockID]error // blocks whose bytes do not match their CID
 	hashRaw bool
@@ -35,7 +36,7 @@ var errScannedView = errors.New("repo: a scanned view of the store is read-only"
 // scanStore reads every block of sc once (see scanned); bs serves what
 // the scan did not see. The re-hashing runs on every core beside the scan.
 func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockStore, hashRaw bool) (*scanned, error) {
-	s := &scanned{bs: bs, sizes: map[blockID]blockUsage{}, nodes: map[blockID][]byte{}, bad: map[blockID]error{}, hashRaw: hashRaw}
+	s := &scanned{bs: bs, index: map[blockID]uint32{}, nodes: map[blockID][]byte{}, bad: map[blockID]error{}, hashRaw: hashRaw}
 	type result struct {
 		id   blockID
 		data []byte // kept (a dag-cbor block), nil otherwise
@@ -78,7 +79,8 @@ func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockSto
 	want := func(c objects.CID) bool { return hashRaw || c.Codec() == objects.CodecDagCBOR }
 	var pending []objects.Block
 	err := sc.ScanBlocks(ctx, want, func(c objects.CID, size int64, data []byte) error {
-		s.sizes[idOf(c)] = blockUsage{size: size, walked: -1}
+		s.index[idOf(c)] = uint32(len(s.sizes))
+		s.sizes = append(s.sizes, size)
 		s.bytes += size
 		if data == nil {
 			return nil
@@ -123,7 +125,7 @@ func (s *scanned) Has(ctx context.Context, c objects.CID) (bool, error) {
 	if err, ok := s.bad[id]; ok {
 		return false, err
 	}
-	if _, ok := s.sizes[id]; ok {
+	if _, ok := s.index[id]; ok {
 		return true, nil
 	}
 	return s.bs.Has(ctx, c)
@@ -142,6 +144,6 @@ func (s *scanned) rawHashed(c objects.CID) bool {
 	if _, bad := s.bad[id]; bad {
 		return false
 	}
-	_, ok := s.sizes[id]
+	_, ok := s.index[id]
 	return ok
 }
