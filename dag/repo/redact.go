@@ -63,6 +63,12 @@ type RedactRequest struct {
 	Value  objects.CID
 	Reason string
 	DryRun bool
+	// Blocks, when set, redacts part of Key's values instead of them
+	// whole: of each value named (a version of Key in the agent's history),
+	// the raw blocks listed (the pages that held a SQLite row), which are
+	// removed unless a value that is not redacted uses them; the values'
+	// other chunks stay. At, All and Value are then not used.
+	Blocks map[objects.CID][]objects.CID
 }
 
 // SharedVersion is a version of a redacted key that shares chunks with the
@@ -505,6 +511,17 @@ func (r *Repo) redact(ctx context.Context, req RedactRequest, key ed25519.Privat
 			return rep, err
 		}
 		switch {
+		case req.Blocks != nil:
+			held := map[objects.CID]bool{}
+			for _, v := range versions {
+				held[v] = true
+			}
+			for v := range req.Blocks {
+				if !held[v] {
+					return rep, fmt.Errorf("%w: value %s is never key %q in %s's history", ErrNothingToRedact, v.Short(), req.Key, req.Agent)
+				}
+				vals[v] = true
+			}
 		case !req.At.IsZero():
 			v, ok := versions[req.At]
 			if !ok {
@@ -582,9 +599,35 @@ func (r *Repo) redact(ctx context.Context, req RedactRequest, key ed25519.Privat
 	}
 	// What the store keeps without these values: every block of every
 	// other value any root reaches.
-	// A redacted value keeps none of its chunks.
+	// What to remove: the values' raw blocks, or the blocks asked for.
+	cand := map[objects.CID]map[objects.CID]bool{}
+	candAll := map[objects.CID]bool{}
+	for v := range vals {
+		leaves, err := r.valueLeaves(ctx, v)
+		if err != nil {
+			return rep, fmt.Errorf("redact: value %s: %w", v.Short(), err)
+		}
+		cand[v] = map[objects.CID]bool{}
+		for _, c := range leaves {
+			if req.Blocks == nil || slices.Contains(req.Blocks[v], c) {
+				cand[v][c] = true
+				candAll[c] = true
+			}
+		}
+		if req.Blocks != nil && len(cand[v]) != len(slices.Compact(slices.SortedFunc(slices.Values(req.Blocks[v]), cmpCIDText))) {
+			return rep, fmt.Errorf("%w: a block asked for is not a raw block of value %s", ErrBadRedaction, v.Short())
+		}
+	}
+	// A value that is not redacted keeps every block it uses; a redacted
+	// one keeps none of these candidates.
 	reach, problems, err := r.walkAll(ctx, dag.WalkOptions{Absent: func(v, c objects.CID) bool {
-		return vals[v] || len(set.byValue[v]) > 0
+		if c.IsZero() {
+			return vals[v] || len(set.byValue[v]) > 0
+		}
+		if vals[v] {
+			return cand[v][c]
+		}
+		return len(set.byValue[v]) > 0 && (set.blocks[c] || candAll[c])
 	}}, nil)
 	if err != nil {
 		return rep, err
@@ -594,17 +637,11 @@ func (r *Repo) redact(ctx context.Context, req RedactRequest, key ed25519.Privat
 	}
 	var remove []objects.CID
 	kept := map[objects.CID]bool{}
-	for v := range vals {
-		leaves, err := r.valueLeaves(ctx, v)
-		if err != nil {
-			return rep, fmt.Errorf("redact: value %s: %w", v.Short(), err)
-		}
-		for _, c := range leaves {
-			if reach.Has(c) {
-				kept[c] = true
-			} else {
-				remove = append(remove, c)
-			}
+	for c := range candAll {
+		if reach.Has(c) {
+			kept[c] = true
+		} else {
+			remove = append(remove, c)
 		}
 	}
 	rec := &redaction.Record{Agent: req.Agent, Keys: sortedKeys(keys), Values: mapKeys(vals), Blocks: remove,
@@ -984,4 +1021,26 @@ func (r *Repo) HistoryRebuild(ctx context.Context, agent string) (bool, error) {
 // anew.
 func (r *Repo) HistoryRebuilt(ctx context.Context, agent string) error {
 	return r.deleteMeta(ctx, historyRebuildPrefix+agent)
+}
+
+func cmpCIDText(a, b objects.CID) int { return strings.Compare(a.String(), b.String()) }
+
+// ValueLeaves lists the raw blocks of a value: itself when it is raw, else
+// the chunks its nodes link.
+func (r *Repo) ValueLeaves(ctx context.Context, v objects.CID) ([]objects.CID, error) {
+	return r.valueLeaves(ctx, v)
+}
+
+// KeyVersions returns the value of key at every commit of agent's history
+// (as forget left it) that holds it.
+func (r *Repo) KeyVersions(ctx context.Context, agent, key string) (map[objects.CID]objects.CID, error) {
+	cp, _, err := r.CheckpointOf(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := r.historyCommits(ctx, agent, cp)
+	if err != nil {
+		return nil, err
+	}
+	return r.keyVersions(ctx, hist, key)
 }

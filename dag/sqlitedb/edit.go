@@ -31,6 +31,17 @@ var ErrEdit = errors.New("sqlitedb: edit failed")
 // over MaxEdit is ErrTooLarge, refused before any chunk is read. The caller
 // stores the result as a new value (objects.WriteValue).
 func Apply(ctx context.Context, bs objects.BlockStore, value objects.CID, stmt string) ([]byte, error) {
+	return apply(ctx, bs, value, stmt, false)
+}
+
+// ApplyErasing is Apply with SQLite's secure_delete on: the bytes of what
+// the statement deletes are overwritten with zeros in the database it
+// returns, not left in free space (a redaction's new version).
+func ApplyErasing(ctx context.Context, bs objects.BlockStore, value objects.CID, stmt string) ([]byte, error) {
+	return apply(ctx, bs, value, stmt, true)
+}
+
+func apply(ctx context.Context, bs objects.BlockStore, value objects.CID, stmt string, erase bool) ([]byte, error) {
 	p, err := OpenPages(ctx, bs, value)
 	if err != nil {
 		return nil, err
@@ -86,6 +97,11 @@ func Apply(ctx context.Context, bs objects.BlockStore, value objects.CID, stmt s
 	}
 	if _, err := run("PRAGMA trusted_schema=0"); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrEdit, err)
+	}
+	if erase {
+		if _, err := run("PRAGMA secure_delete=1"); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrEdit, err)
+		}
 	}
 	if _, err := run("BEGIN"); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrEdit, err)

@@ -177,7 +177,7 @@ func ReadCAR(ctx context.Context, r io.Reader, bs objects.BlockStore, o CAROptio
 		st.add(c, frame, kind)
 		if o.Redactions != nil && kind == kindValue && bytes.HasPrefix(data, []byte(`{"v":1,"agent":`)) {
 			if _, err := redaction.Parse(data); err == nil {
-				records[c] = data
+				records[c] = bytes.Clone(data) // the frame's buffer is reused
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/termsafe"
 	"github.com/agentstate/agentstate/objects"
@@ -21,6 +22,7 @@ func newRedactCommand(e *env) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "at", Usage: "redact KEY's value at `REV`"},
 			&cli.BoolFlag{Name: "all", Usage: "redact every version of KEY in the agent's history"},
+			&cli.StringFlag{Name: "row", Usage: "erase one row `TABLE:PK` of a SQLite value (KEY, default memory.db) from the history: a new commit without it, and the pages that held it redacted in every older version"},
 			&cli.StringFlag{Name: "value", Usage: "redact the value `CID` (at KEY when KEY is given; else wherever it appears in the agent's history)"},
 			&cli.StringFlag{Name: "reason", Usage: "why (`TEXT`, kept in the record; required)"},
 			&cli.StringFlag{Name: "sign-key", Usage: "operator ed25519 key `FILE` that signs the record (created, with FILE.pub, when missing); it becomes trusted for the agent", EnvVars: []string{"AGENTSTATE_SIGN_KEY"}},
@@ -41,6 +43,9 @@ func (e *env) runRedact(c *cli.Context) error {
 			return usagef("--value %q: %v", v, err)
 		}
 		req.Value = id
+	}
+	if row := c.String("row"); row != "" {
+		return e.runRedactRow(c, req, row)
 	}
 	n := 0
 	for _, set := range []bool{c.String("at") != "", req.All, !req.Value.IsZero()} {
@@ -199,6 +204,54 @@ func (e *env) runRedactions(c *cli.Context) error {
 				fmt.Fprintf(e.stdout, "  NOT HONOURED: %s\n", termsafe.Line(ri.Problem))
 			}
 		}
+		return nil
+	})
+}
+
+// runRedactRow is redact --row: the read model's RedactRow.
+func (e *env) runRedactRow(c *cli.Context, req repo.RedactRequest, row string) error {
+	switch {
+	case c.String("at") != "" || req.All || !req.Value.IsZero():
+		return usagef("redact --row takes none of --at, --all and --value: it erases the row from every version of KEY")
+	case req.Reason == "":
+		return usagef("redact needs --reason TEXT: it is kept in the signed record")
+	case c.String("sign-key") == "":
+		return usagef("redact needs --sign-key FILE: the operator's ed25519 key that signs the record (created with its .pub beside it when FILE does not exist)")
+	}
+	if req.Key == "" {
+		req.Key = "memory.db"
+	}
+	keyFile := e.path(c.String("sign-key"))
+	e.gatesOwnWrites = true
+	return e.withRepo(func(r *repo.Repo) error {
+		view := inspect.New(r)
+		if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
+			if _, err := view.RedactRow(e.ctx, e.agent, req.Key, row, req.Reason, ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)), inspect.WriteOptions{}, true); err != nil {
+				return fmt.Errorf("redact: %w", err)
+			}
+			if !req.DryRun {
+				fmt.Fprintf(e.stderr, "created operator key %s (public key in %s.pub)\n", keyFile, keyFile)
+			}
+		}
+		key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)) // a dry run signs nothing
+		if !req.DryRun {
+			var err error
+			if key, err = runtime.LoadOrCreateKey(e.ctx, keyFile); err != nil {
+				return err
+			}
+		}
+		rep, err := view.RedactRow(e.ctx, e.agent, req.Key, row, req.Reason, key, inspect.WriteOptions{}, req.DryRun)
+		if err != nil {
+			return fmt.Errorf("redact: %w", err)
+		}
+		if c.Bool("json") {
+			return e.writeJSON(rep)
+		}
+		if !rep.New.IsZero() {
+			fmt.Fprintf(e.stdout, "%s: row %s erased from %s at HEAD: %s\n", e.agent, termsafe.Line(row), termsafe.Line(req.Key), rep.New)
+		}
+		fmt.Fprintf(e.stdout, "%d older version(s) held the row; the pages that held it:\n", len(rep.Versions))
+		e.printRedact(rep.Redaction)
 		return nil
 	})
 }

@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 		engineName:           func() { os.Exit(Main(context.Background(), os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"agentstate-runtime": func() { os.Exit(runtimeFixture(os.Args[1:])) },
 		"agentstate-tasks":   func() { os.Exit(tasksFixture(os.Args[1:])) },
+		"agentstate-task":    func() { os.Exit(taskFixture(os.Args[1:])) },
 	})
 }
 
