@@ -89,6 +89,10 @@ type WalkOptions struct {
 	// again. The chunks of a chunked value are still read, in order, for
 	// the content's size and sha256.
 	Hashed func(c objects.CID) bool
+	// SizeHint, when set, is about how many blocks the walk may reach (a
+	// scanned store's count): the set it returns is made that size at once
+	// rather than grown.
+	SizeHint int
 	// Reached, when set, is where Walk keeps the blocks it reached, in
 	// place of the Reach it returns (nil then): a caller that holds the
 	// blocks already (a CAR import) marks them there at less cost than a
@@ -105,7 +109,7 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 	var own Reach
 	seen := opts.Reached
 	if seen == nil {
-		own = Reach{}
+		own = make(Reach, opts.SizeHint)
 		seen = own
 	}
 	if pc := progress.Start(ctx, -1); pc != nil {

@@ -213,7 +213,7 @@ type usageWalk struct {
 // each live one for the history walk.
 func (w *usageWalk) store(ctx context.Context, su *StoreUsage) error {
 	if w.view != nil {
-		reach, _, err := w.r.walkAllIn(ctx, w.bs, dag.WalkOptions{}, nil)
+		reach, _, err := w.r.walkAllIn(ctx, w.bs, dag.WalkOptions{SizeHint: len(w.view.sizes)}, nil)
 		if err != nil {
 			return err
 		}

@@ -71,7 +71,7 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 		if err != nil {
 			return rep, err
 		}
-		bs, opts.Hashed = view, view.rawHashed
+		bs, opts.Hashed, opts.SizeHint = view, view.rawHashed, len(view.sizes)
 		rep.Scanned, rep.Hashed = view.bytes, view.hashed
 	}
 	reach, problems, err := r.walkAllIn(ctx, bs, opts, nil)
