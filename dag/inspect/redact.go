@@ -49,7 +49,7 @@ func (e *RedactedError) Error() string {
 }
 
 // Is makes it ErrRedacted and ErrNotFound (its content is not there).
-func (e *RedactedError) Is(t error) bool { return t == ErrRedacted }
+func (e *RedactedError) Is(t error) bool { return t == ErrRedacted || t == ErrNotFound }
 
 // RedactionOf returns the redaction of the value c, or nil when no honoured
 // record names it. A store with no record answers from one prefix step.

@@ -7,12 +7,15 @@ import (
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/internal/mcpserver"
+	"github.com/agentstate/agentstate/runtime"
 	"github.com/urfave/cli/v2"
 )
 
 func newMcpCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "mcp", Usage: "serve the Model Context Protocol on stdin/stdout: the store's tools for an agent (docs/mcp.md)", ArgsUsage: " ",
-		Flags:  []cli.Flag{&cli.BoolFlag{Name: "read-only", Usage: "offer the reads only"}},
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "read-only", Usage: "offer the reads only"},
+			&cli.BoolFlag{Name: "allow-redact", Usage: "offer the redact tool (off by default; never with --read-only), its records signed with --sign-key"},
+			&cli.StringFlag{Name: "sign-key", Usage: "with --allow-redact: the operator ed25519 key `FILE` that signs redaction records (created, with FILE.pub, when missing)", EnvVars: []string{"AGENTSTATE_SIGN_KEY"}}},
 		Action: e.runMcp}
 }
 
@@ -25,6 +28,16 @@ func (e *env) runMcp(c *cli.Context) error {
 	// session may last hours and must not hold it throughout.
 	e.gatesOwnWrites = true
 	o := mcpserver.Options{ReadOnly: readOnly, Agent: e.agent}
+	if c.Bool("allow-redact") {
+		if readOnly || c.String("sign-key") == "" {
+			return usagef("mcp --allow-redact needs --sign-key FILE, and no --read-only")
+		}
+		key, err := runtime.LoadOrCreateKey(e.ctx, e.path(c.String("sign-key")))
+		if err != nil {
+			return err
+		}
+		o.RedactSigner = key
+	}
 	if e.served != nil {
 		// The server that holds the store runs this session: its open
 		// repository serves every call.

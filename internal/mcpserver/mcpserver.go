@@ -6,6 +6,7 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,10 @@ type Options struct {
 	// a free store between calls. Without Open every call uses the view
 	// NewServer was given.
 	Open func(ctx context.Context, write bool, fn func(*inspect.View) error) error
+	// RedactSigner, when set, offers a read-write session the redact tool
+	// (redact.go), whose records it signs. Unset (the default), no session
+	// may redact.
+	RedactSigner ed25519.PrivateKey
 }
 
 // Source is the metadata every MCP write records.
@@ -90,6 +95,9 @@ func newServer(v *inspect.View, o Options) (*sdk.Server, *subs) {
 		sdk.AddTool(s, &sdk.Tool{Name: "delete", Description: "Delete a key at the agent's HEAD: one commit, recorded as coming from MCP."}, h.delete)
 		sdk.AddTool(s, &sdk.Tool{Name: "undo", Description: "Revert the agent's last operation (HEAD moves back; it can be redone from the command line)."}, h.undo)
 		sdk.AddTool(s, &sdk.Tool{Name: "fork", Description: "Start a new agent at a revision of another: O(1), history shared."}, h.fork)
+		if o.RedactSigner != nil {
+			sdk.AddTool(s, &sdk.Tool{Name: "redact", Description: redactDescription}, h.redact)
+		}
 	}
 	s.AddResourceTemplate(&sdk.ResourceTemplate{Name: "value", URITemplate: ValueTemplate,
 		Description: "A key's value at a revision of an agent (rev percent-encoded: HEAD%7E2 for HEAD~2).", MIMEType: "application/octet-stream"}, h.resource)
@@ -289,11 +297,16 @@ type valueOut struct {
 	// length; Size is the whole value's.
 	Offset *int64 `json:"offset,omitempty"`
 	Length int    `json:"length,omitempty"`
+	// Redacted: the value's content was removed by a redaction (the
+	// record), and is not given.
+	Redacted *inspect.Redacted `json:"redacted,omitempty"`
 }
 
 func toValue(v inspect.Value) valueOut {
-	out := valueOut{Key: v.Key, Commit: v.Commit, CID: v.CID, Size: v.Size}
+	out := valueOut{Key: v.Key, Commit: v.Commit, CID: v.CID, Size: v.Size, Redacted: v.Redacted}
 	switch {
+	case v.Redacted != nil:
+		out.Omitted = v.Redacted.String()
 	case v.Truncated:
 		out.Omitted = fmt.Sprintf("%d bytes, over the %d-byte inline limit; read it in ranges with get (offset, length)", v.Size, MaxInline)
 	case v.Text && utf8.Valid(v.Data):

@@ -221,6 +221,9 @@ func (h *handler) value(r *http.Request) (any, error) {
 	}
 	out := map[string]any{"key": v.Key, "commit": v.Commit, "cid": v.CID, "size": v.Size}
 	switch {
+	case v.Redacted != nil:
+		out["redacted"] = v.Redacted
+		out["omitted"] = v.Redacted.String()
 	case v.Truncated:
 		out["omitted"] = fmt.Sprintf("over %d bytes: not shown", MaxPreview)
 	case v.Text:

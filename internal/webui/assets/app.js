@@ -401,10 +401,11 @@ async function viewValue(agent, rev, key) {
   const v = await api("value?" + q);
   let body;
   if (v.text != null) body = el("pre", { id: "value", text: v.text });
+  else if (v.redacted) body = el("p", { id: "value-redacted", class: "meta", text: v.omitted });
   else body = el("p", { id: "value-binary", text: (v.omitted || "binary value") + ", " + v.size + " bytes " }, el("a", { href: "/api/raw?" + q, text: "download" }));
   const keyLog = [" · ", el("a", { id: "key-history", href: agentHref(agent, "/history?" + qs({ path: key, rev: v.commit })), text: "history of this key" })];
   const blame = v.text != null ? [" · ", el("a", { id: "blame-link", href: "#/a/" + encodeURIComponent(agent) + "/b/" + encodeURIComponent(v.commit) + "/" + encodeURIComponent(key), text: "blame" })] : [];
-  if (v.text == null) {
+  if (v.text == null && !v.redacted) {
     // A SQLite value: its tables, through the read model (an error means it is not one).
     const tables = await api("sql/tables?" + q).catch(() => null);
     if (tables) blame.push(" · ", el("a", { id: "sql-link", href: "#/a/" + encodeURIComponent(agent) + "/sql/" + encodeURIComponent(v.commit) + "/" + encodeURIComponent(key), text: "SQLite: " + tables.tables.length + " tables" }));
