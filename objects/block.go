@@ -48,7 +48,8 @@ type BlockLister interface {
 // decompressed once). fn gets each block's CID and its size in bytes and,
 // when want is nil or want(c) is true, its bytes as stored: NOT re-hashed,
 // so the caller checks them (Verify) before trusting them; they are the
-// caller's to keep. An error from fn stops the scan and is returned.
+// caller's to keep. A block whose bytes cannot be read at all is left out
+// (a Get of it reports why). An error from fn stops the scan and is returned.
 type BlockScanner interface {
 	ScanBlocks(ctx context.Context, want func(c CID) bool, fn func(c CID, size int64, data []byte) error) error
 }

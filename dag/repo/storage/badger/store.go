@@ -653,7 +653,8 @@ func (s *Store) AllCIDs(ctx context.Context) iter.Seq2[objects.CID, error] {
 // so each table block is read and decompressed once, where a Get per block
 // is a lookup of its own (and, with hashed keys, a block-cache miss more
 // often than not). A value in the value log is read from its file for its
-// size as well.
+// size as well; one that cannot be read is left out of the scan, so that a
+// caller that reaches it reads it by its own Get, which reports the damage.
 func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn func(c objects.CID, size int64, data []byte) error) error {
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
@@ -682,7 +683,7 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 			}
 			return nil
 		}); err != nil {
-			return fmt.Errorf("store: reading block %s: %w", c, err)
+			continue // unreadable (a damaged value log): left out, so the caller's Get of it says why
 		}
 		if moved += int(size); moved >= 1<<20 {
 			s.noteMoved(moved)
