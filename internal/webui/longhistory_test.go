@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,7 +129,7 @@ func TestHistory100kInChromium(t *testing.T) {
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 180*time.Second)
+	ctx, cancel = context.WithTimeout(ctx, 300*time.Second)
 	defer cancel()
 	must := func(step string, actions ...chromedp.Action) {
 		t.Helper()
@@ -161,13 +162,15 @@ func TestHistory100kInChromium(t *testing.T) {
 		}
 	}
 
-	// The first screen, then older twice.
+	// The first screen (the history view: the agent's view also looks for
+	// its tasks, a walk of the whole history when it has few), then older
+	// twice.
 	var got []string
 	start := time.Now()
-	must("first screen", chromedp.EmulateViewport(1440, 900), goTo("/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`), rows(&got))
+	must("first screen", chromedp.EmulateViewport(1440, 900), goTo("/#/a/lumen/history"), chromedp.WaitVisible(`#history tr.commit`), rows(&got))
 	t.Logf("first screen of %d commits in %v (measured, not asserted)", n, time.Since(start).Round(time.Millisecond))
 	start = time.Now()
-	must("first screen again", goTo("/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`))
+	must("first screen again", goTo("/#/a/lumen/history"), chromedp.WaitVisible(`#history tr.commit`))
 	t.Logf("loaded again (the browser started) in %v (measured, not asserted)", time.Since(start).Round(time.Millisecond))
 	must("first screen shot", shot("l1-100k-first-1440"))
 	if !slices.Equal(got, cids(p1)) {
@@ -214,7 +217,7 @@ func TestHistory100kInChromium(t *testing.T) {
 	if len(keys) != 0 {
 		t.Fatalf("compare within one run of unchanged trees: %q", keys)
 	}
-	must("pick two", goTo("/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`),
+	must("pick two", goTo("/#/a/lumen/history"), chromedp.WaitVisible(`#history tr.commit`),
 		chromedp.Click(`#history tr.commit:nth-child(2) input.pick`), chromedp.Click(`#history tr.commit:nth-child(200) input.pick`),
 		chromedp.Click(`#compare-picked`), chromedp.WaitVisible(`#compare-sides`), chromedp.Sleep(300*time.Millisecond),
 		chromedp.Evaluate(`[...document.querySelectorAll('#changes .key')].map(k => k.textContent)`, &keys), shot("l5-100k-compare-1440"))
@@ -222,10 +225,107 @@ func TestHistory100kInChromium(t *testing.T) {
 		t.Fatalf("compare the newest and the 199th: %q", keys)
 	}
 	// 390 px.
-	for _, h := range []string{"/#/a/lumen", "/#/a/lumen/history?cursor=" + url.QueryEscape(deep.Next), "/#/a/lumen/history?prefix=deep%2F"} {
+	for _, h := range []string{"/#/a/lumen/history", "/#/a/lumen/history?cursor=" + url.QueryEscape(deep.Next), "/#/a/lumen/history?prefix=deep%2F"} {
 		must("390: "+h, chromedp.EmulateViewport(390, 844), goTo(h), chromedp.WaitVisible(`#history tr.commit`))
 		fits(h, 390)
 	}
-	must("390 shot", goTo("/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`), shot("l6-100k-first-390"))
+	must("390 shot", goTo("/#/a/lumen/history"), chromedp.WaitVisible(`#history tr.commit`), shot("l6-100k-first-390"))
 	t.Logf("screenshots in %s", shots)
+}
+
+// A task's neighbouring commits fold into one row for the task in the
+// history, which opens to show them and closes again; j/k walk the rows
+// shown; at 390 px it fits.
+func TestTaskGroupsInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("Debian's chromium is needed (apt-get install chromium; .ci/run installs it): ", err)
+	}
+	r, srv := fixture(t)
+	ctx0 := context.Background()
+	edit := func(msg, key string, meta map[string]string) {
+		v := objects.NewValue([]byte(msg + "\n"))
+		if _, err := r.Edit(ctx0, repo.EditRequest{Agent: "lumen", Message: msg, Metadata: meta, Blocks: []objects.Block{v},
+			Edit: func(ctx context.Context, tr *objects.Tree) (bool, error) { return tr.Put(ctx, key, v.CID) }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		edit(fmt.Sprintf("tidy step %d", i), fmt.Sprintf("tidy/%d.md", i), map[string]string{"task": "tidy", "attempt": "2"})
+	}
+	edit("by hand", "hand.md", nil)
+	edit("notes one", "notes/1.md", map[string]string{"task": "notes"})
+	edit("notes two", "notes/2.md", map[string]string{"task": "notes"})
+
+	shots := screenshots(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
+		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1440, 900))
+	actx, cancel := chromedp.NewExecAllocator(ctx0, opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	must := func(step string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var png []byte
+			if err := chromedp.CaptureScreenshot(&png).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
+		})
+	}
+	var groups, shown []string
+	visible := chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit, #history tr.task-group')].filter(r => !r.hidden).slice(0, 4).map(r => r.dataset.task ? "task " + r.dataset.task : r.querySelector('a.msg').textContent)`, &shown)
+	must("load", chromedp.EmulateViewport(1440, 900), chromedp.Navigate(srv.URL+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.task-group`),
+		chromedp.Evaluate(`[...document.querySelectorAll('#history tr.task-group')].map(r => r.dataset.task + ":" + r.querySelector('button.task-toggle').textContent)`, &groups),
+		visible, shot("g1-task-groups-1440"))
+	if !slices.Equal(groups[:2], []string{"notes:▸ 2 commits", "tidy@2:▸ 3 commits"}) {
+		t.Fatalf("task groups: %q", groups)
+	}
+	if len(shown) < 3 || !slices.Equal(shown[:3], []string{"task notes", "by hand", "task tidy@2"}) {
+		t.Fatalf("rows shown: %q", shown)
+	}
+	// Open tidy: its three commits show, newest first; close it again.
+	must("open", chromedp.Click(`#history tr.task-group[data-task="tidy@2"] button.task-toggle`), visible, shot("g2-task-open-1440"))
+	if !slices.Equal(shown, []string{"task notes", "by hand", "task tidy@2", "tidy step 2"}) {
+		t.Fatalf("opened: %q", shown)
+	}
+	var open int
+	var label string
+	must("count open", chromedp.Evaluate(`[...document.querySelectorAll('#history tr.in-task')].filter(r => !r.hidden).length`, &open),
+		chromedp.Text(`#history tr.task-group[data-task="tidy@2"] button.task-toggle`, &label))
+	if open != 3 || label != "▾ 3 commits" {
+		t.Fatalf("%d of tidy's commits shown, its button %q", open, label)
+	}
+	// j/k walk what is shown: the third row is the open group, the fourth
+	// its newest commit; Enter opens that commit.
+	var hash string
+	must("keys", chromedp.Click(`main h1`), chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("j"),
+		chromedp.KeyEvent("\r"), chromedp.WaitVisible(`#message`), chromedp.Evaluate(`location.hash`, &hash))
+	if !strings.Contains(hash, "/c/") {
+		t.Fatalf("j j j j Enter opened %q", hash)
+	}
+	must("back", chromedp.Navigate(srv.URL+"/#/a/lumen"), chromedp.Reload(), chromedp.WaitVisible(`#history tr.task-group`),
+		chromedp.Click(`#history tr.task-group[data-task="tidy@2"] button.task-toggle`), chromedp.Click(`#history tr.task-group[data-task="tidy@2"] button.task-toggle`),
+		chromedp.Evaluate(`[...document.querySelectorAll('#history tr.in-task')].filter(r => !r.hidden).length`, &open))
+	if open != 0 {
+		t.Fatalf("closed again, %d commits still shown", open)
+	}
+	// 390 px, a group open.
+	var sw, wide int
+	must("390", chromedp.EmulateViewport(390, 844), chromedp.Sleep(100*time.Millisecond),
+		chromedp.Click(`#history tr.task-group[data-task="notes"] button.task-toggle`), chromedp.Sleep(100*time.Millisecond),
+		chromedp.Evaluate(`document.documentElement.scrollWidth`, &sw),
+		chromedp.Evaluate(`[...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.scroll')).length`, &wide),
+		shot("g3-task-open-390"))
+	if sw > 390 || wide > 0 {
+		t.Fatalf("at 390 px: page %d px wide, %d elements past the edge", sw, wide)
+	}
 }

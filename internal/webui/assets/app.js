@@ -117,11 +117,51 @@ function qs(params) {
   return Object.entries(params).filter(([, v]) => v !== "" && v != null).map(([k, v]) => enc(k) + "=" + enc(v)).join("&");
 }
 
+// taskOf is the task (ID and attempt) a commit's metadata names, or null.
+function taskOf(c) {
+  const m = c.metadata || {};
+  return m.task ? { id: m.task, attempt: m.attempt || "" } : null;
+}
+
+// taskGroups folds each run of two or more neighbouring commits of one
+// task into a row for the task (its name, its commits, their newest
+// message), which opens to show them and closes again; a commit of no task,
+// or alone in its task on the page, keeps its own row. rows are each
+// commit's rows (a cut mark after it included), info their lanes.
+function taskGroups(agent, commits, rows, info) {
+  const out = [];
+  for (let i = 0; i < commits.length;) {
+    const t = taskOf(commits[i]);
+    let j = i + 1;
+    while (t && j < commits.length && (taskOf(commits[j]) || {}).id === t.id && taskOf(commits[j]).attempt === t.attempt && rows[j - 1].length === 1) j++;
+    if (j - i < 2) { out.push(...rows[i]); i++; continue; }
+    const n = j - i, members = rows.slice(i, j).flat();
+    members.forEach(r => { r.hidden = true; r.classList.add("in-task"); });
+    const toggle = el("button", { type: "button", class: "task-toggle", "aria-expanded": "false", title: "show the task's commits", text: "▸ " + n + " commits" });
+    const lane = el("td", { class: "lane" }, graphCell({ lane: info[i].lane, parentLanes: [info[i].lane], width: info[i].width }, false, false));
+    const group = el("tr", { class: "task-group", "data-task": taskName(t) },
+      el("td", { class: "pick" }), lane, el("td", {}, toggle),
+      el("td", { class: "msg-cell" }, "task ", taskLink(agent, t), " ", el("span", { class: "meta", text: commits[i].message }),
+        members.some(r => r.querySelector(".head")) ? el("span", { class: "head", text: "HEAD" }) : null),
+      el("td", { class: "meta", text: "task=" + taskName(t) }), el("td", { class: "meta when", text: when(commits[i].time) }));
+    toggle.addEventListener("click", () => {
+      const open = toggle.getAttribute("aria-expanded") !== "true";
+      toggle.setAttribute("aria-expanded", String(open));
+      toggle.textContent = (open ? "▾ " : "▸ ") + n + " commits";
+      members.forEach(r => { r.hidden = !open; });
+      group.classList.toggle("open", open);
+    });
+    out.push(group, ...members);
+    i = j;
+  }
+  return out;
+}
+
 // historyTable renders a page of the log as the graph, with a checkbox a
 // row to pick two commits to compare.
 function historyTable(agent, log, undone) {
   const info = lanes(log.commits);
-  const rows = log.commits.flatMap((c, i) => {
+  const rows = log.commits.map((c, i) => { // each commit's rows: its own, and a cut mark
     const isHead = c.cid === log.head, isUndone = undone.has(c.cid);
     const msg = el("td", { class: "msg-cell" }, el("a", { href: agentHref(agent, "/c/" + enc(c.cid)), class: "msg", text: c.message }),
       isHead ? el("span", { class: "head", text: "HEAD" }) : null,
@@ -137,7 +177,7 @@ function historyTable(agent, log, undone) {
     if (!c.cut || c.cut.length === 0) return [row];
     return [row, el("tr", { class: "cut", "data-cid": c.cid }, el("td", { colspan: "6", text: cutText(log.forgotten) }))];
   });
-  const table = el("table", { class: "graph", id: "history" }, headerRow("", "", "commit", "message", "task · model · op", "time"), ...rows);
+  const table = el("table", { class: "graph", id: "history" }, headerRow("", "", "commit", "message", "task · model · op", "time"), ...taskGroups(agent, log.commits, rows, info));
   const compare = el("button", { id: "compare-picked", type: "button", disabled: "", text: "compare the two picked" });
   table.addEventListener("change", () => {
     const picked = [...table.querySelectorAll("input.pick:checked")];
@@ -565,8 +605,8 @@ async function route() {
 // the agents). Keys typed into a form are the form's.
 let selected = -1;
 function navRows() {
-  for (const sel of ["tr.commit", "tr.task-row", "tr.task-commit", "tr.op", "tr.receipt"]) {
-    const rows = [...main.querySelectorAll(sel)];
+  for (const sel of ["tr.commit, tr.task-group", "tr.task-row", "tr.task-commit", "tr.op", "tr.receipt"]) {
+    const rows = [...main.querySelectorAll(sel)].filter(r => !r.hidden);
     if (rows.length) return rows;
   }
   return [];
