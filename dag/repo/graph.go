@@ -321,8 +321,10 @@ type GraphReport struct {
 // its commit is a commit held in the store, that each parent number names
 // the record of that parent, that its generation number is one more than
 // its parents' greatest, and that each index entry names a record of its
-// commit. A graph that lacks commits is not a problem (readers read those
-// from the store).
+// commit. A graph that lacks records is not a problem (readers read those
+// commits from the store): an index entry or a parent number naming no
+// record is a graph behind, as a write or a rebuild cut short leaves it;
+// one naming a record of another commit is a problem.
 func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 	var rep GraphReport
 	type info struct {
@@ -332,7 +334,6 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 		seqs    []uint64
 	}
 	recs := map[uint64]info{}
-	damaged := map[uint64]bool{} // records named in a problem already
 	problem := func(format string, a ...any) {
 		if len(rep.Problems) < 100 {
 			rep.Problems = append(rep.Problems, "commit graph: "+fmt.Sprintf(format, a...))
@@ -365,13 +366,11 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 		}
 		rec, err := dag.DecodeGraphRecord(v)
 		if err != nil {
-			damaged[seq] = true
 			problem("record %d: %v", seq, err)
 			return nil
 		}
 		id, cm, err := rec.Check()
 		if err != nil {
-			damaged[seq] = true
 			problem("record %d: %v", seq, err)
 			return nil
 		}
@@ -396,7 +395,10 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 			pin, ok := recs[p-1]
 			if !ok || pin.cid != in.parents[i] {
 				linked = false
-				if !damaged[p-1] { // a damaged parent record is its own problem
+				// A parent record that is missing is a graph behind (a
+				// rebuild cut short): readers read that commit from the
+				// store. A damaged one is its own problem.
+				if ok {
 					problem("record %d: parent %d (%s) is not record %d", seq, i+1, in.parents[i].Short(), p-1)
 				}
 				continue
@@ -408,7 +410,7 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 		}
 	}
 	for c, seq := range index {
-		if in, ok := recs[seq]; (!ok && !damaged[seq]) || ok && in.cid != c {
+		if in, ok := recs[seq]; ok && in.cid != c {
 			problem("index entry of %s names record %d, which does not hold it", c.Short(), seq)
 		}
 	}

@@ -148,7 +148,7 @@ func TestGraphDamageIgnoredVerifiedRebuilt(t *testing.T) {
 	if err != nil || len(rec.ParentSeqs) == 0 {
 		t.Fatalf("record 3: %v", err)
 	}
-	rec.ParentSeqs[0] += 7
+	rec.ParentSeqs[0] = 1 // record 0: the first commit, not its parent
 	r.Storage.SetMeta(ctx, names[3], rec.Encode())
 	rec, _ = dag.DecodeGraphRecord(vals[4])
 	rec.Gen += 3
