@@ -39,16 +39,6 @@ const (
 // sqliteMagic starts every SQLite database file.
 var sqliteMagic = []byte("SQLite format 3\x00")
 
-// gear is the rolling hash's table: gear[i] is the first 8 bytes (big-endian)
-// of sha256("agentstate gear" || i).
-var gear = func() (g [256]uint64) {
-	for i := range g {
-		h := sha256.Sum256(append([]byte("agentstate gear"), byte(i)))
-		g[i] = binary.BigEndian.Uint64(h[:8])
-	}
-	return g
-}()
-
 // SQLitePageSize returns the page size of an SQLite database file, or 0 when
 // content is not one (or its length is not a whole number of pages).
 func SQLitePageSize(content []byte) int {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentstate/agentstate/dag"
@@ -37,7 +38,11 @@ func SplitRange(rev string) (from, to string, ok bool, err error) {
 	return from, to, true, nil
 }
 
-var agoRE = regexp.MustCompile(`^([0-9]{1,9}) +(second|minute|hour|day|week)s? +ago$`)
+// agoRE is compiled on first use: every process links this package, few
+// parse a relative time.
+var agoRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9]{1,9}) +(second|minute|hour|day|week)s? +ago$`)
+})
 
 // ParseWhen reads a time as log's since and until bounds take it: RFC 3339
 // ("2026-11-20T10:00:00Z"), a date ("2026-11-20", midnight UTC), or a
@@ -50,7 +55,7 @@ func ParseWhen(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
 	}
-	if m := agoRE.FindStringSubmatch(strings.ToLower(s)); m != nil {
+	if m := agoRE().FindStringSubmatch(strings.ToLower(s)); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		unit := map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour, "week": 7 * 24 * time.Hour}[m[2]]
 		if int64(n) > math.MaxInt64/int64(unit) {

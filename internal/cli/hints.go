@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -99,9 +100,12 @@ func quoteNames(names []string) string {
 // at the command line gets the message without them, once, where the
 // command line prints an error (env.main). The words a prefix leads, and
 // every other word, are kept: "reading the store: x" keeps its "store: ".
-var packagePrefix = regexp.MustCompile(`(^|: )(?:(?:atomicfile|badger|dag|envelope|execwire|export|history|httpstore|walrus/httpstore|inspect|localstore|memstore|objects|receipt|refs|remote|repo|rowdiff|rpcwire|snapshot|sqlitedb|storage|store|sync|tape|tarball|textdiff): )+`)
+// It is compiled when an error is printed, not at every process's start.
+var packagePrefix = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|: )(?:(?:atomicfile|badger|dag|envelope|execwire|export|history|httpstore|walrus/httpstore|inspect|localstore|memstore|objects|receipt|refs|remote|repo|rowdiff|rpcwire|snapshot|sqlitedb|storage|store|sync|tape|tarball|textdiff): )+`)
+})
 
 // forPeople is an error message without its package prefixes.
 func forPeople(msg string) string {
-	return packagePrefix.ReplaceAllString(msg, "$1")
+	return packagePrefix().ReplaceAllString(msg, "$1")
 }
