@@ -43,6 +43,9 @@ func WithCommitCache(bs objects.BlockStore, max int) *CommitCache {
 // gs (graph.go) before the store. Call it before c is shared.
 func (c *CommitCache) UseGraph(gs GraphStore) { c.graph = gs }
 
+// HasGraph reports whether log walks through c read a commit graph.
+func (c *CommitCache) HasGraph() bool { return c.graph != nil }
+
 // Nodes is the cache of decoded tree nodes.
 func (c *CommitCache) Nodes() *objects.NodeCache { return c.nodes }
 

@@ -318,12 +318,7 @@ type commitReader struct {
 	bs    objects.BlockStore
 	cache *CommitCache
 	graph *graphReader
-	kept  int
 }
-
-// keepFromGraph is how many of the commits a walk reads from the graph it
-// keeps in the commit cache.
-const keepFromGraph = 4096
 
 func newCommitReader(bs objects.BlockStore) *commitReader {
 	rd := &commitReader{bs: bs}
@@ -350,12 +345,10 @@ func (rd *commitReader) read(ctx context.Context, c objects.CID) (*objects.Commi
 		return cm, nil
 	}
 	if cm, data, ok := rd.graph.read(ctx, c); ok {
-		// A served store's logs find the commits they read in its cache;
-		// a long walk keeps only its start (the rest would only churn it).
-		if rd.kept < keepFromGraph {
-			rd.kept++
-			rd.cache.keep(c, cm, data)
-		}
+		// Kept, as ReadCommit keeps what it reads: a served store's next
+		// log, and the reads that follow a walk's (log --tasks reads each
+		// task's commits again), find them in the cache.
+		rd.cache.keep(c, cm, data)
 		return cm, nil
 	}
 	return ReadCommit(ctx, rd.bs, c)

@@ -452,7 +452,10 @@ func (v *View) tapeIndex(ctx context.Context, agent string) (*tapeIndex, error) 
 // left to the reads that need the commits.
 func (v *View) prefetch(ctx context.Context, rcs []*receipt.Receipt) (wait func()) {
 	var wg sync.WaitGroup
-	if _, ok := v.R.Blocks.(*dag.CommitCache); !ok || len(rcs) < 64 {
+	// A store with a commit graph gives the walk its commits in order,
+	// each block of them read once: reading ahead by CID would only add
+	// scattered reads.
+	if cc, ok := v.R.Blocks.(*dag.CommitCache); !ok || cc.HasGraph() || len(rcs) < 64 {
 		return wg.Wait
 	}
 	workers := max(1, goruntime.GOMAXPROCS(0))
