@@ -133,6 +133,13 @@ func (v *View) openSQL(ctx context.Context, agent, rev, key string) (*sqlitedb.D
 		return nil, SQLResult{}, &KeyNotFoundError{Key: key, At: id}
 	}
 	out := SQLResult{Key: key, Commit: id, CID: val}
+	// A redacted version (whole, or the pages a row's redaction took) is
+	// shown as redacted, never as the missing pages' error.
+	if red, err := v.RedactionOf(ctx, val); err != nil {
+		return nil, out, err
+	} else if red != nil {
+		return nil, out, &RedactedError{Key: key, Commit: id, Value: val, Redacted: red}
+	}
 	p, err := sqlitedb.OpenPages(ctx, v.R.Blocks, val)
 	if err != nil {
 		return nil, out, sqlError(key, id, err)
