@@ -128,6 +128,7 @@ func TestCrashAtRandomInstants(t *testing.T) {
 		t.Skip("spawns and kills processes")
 	}
 	dir := filepath.Join(t.TempDir(), "store")
+	openWith(t, Options{Store: dir, Signer: testKey("operator")}).Close() // a kill during creation is not what is tested
 	rng := rand.New(rand.NewPCG(4, 4))
 	var turns int
 	for round := range 6 {
