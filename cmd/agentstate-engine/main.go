@@ -14,10 +14,10 @@ import (
 // memoryLimit is the engine's soft memory limit unless GOMEMLIMIT sets
 // one: the collector runs early enough that a command over a million files
 // (commit DIR holds the directory's listing, its stat cache and the new
-// tree, about 500 MB) stays near what it holds, instead of twice that
+// tree, about 470 MB) stays near what it holds, instead of twice that
 // (Go's default lets the heap double between collections). Commands that
 // hold little never reach it.
-const memoryLimit = 768 << 20
+const memoryLimit = 576 << 20
 
 func main() {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
