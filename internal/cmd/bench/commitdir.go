@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -34,11 +33,7 @@ func (r *runner) runRSS(ctx context.Context, dir string, name string, args ...st
 		errb, _ := os.ReadFile(errf.Name())
 		return d, 0, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, tail(string(errb)))
 	}
-	var rss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss << 10 // KiB on Linux
-	}
-	return d, rss, nil
+	return d, maxRSS(cmd.ProcessState), nil
 }
 
 // hashFiles reads and sha256-hashes the files once, one after another: the
