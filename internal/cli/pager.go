@@ -21,13 +21,12 @@ const DefaultPager = "less -FRX"
 // REV:KEY, sql) are not paged.
 var pagedCommands = map[string]bool{"log": true, "show": true, "diff": true, "blame": true, "oplog": true, "receipts": true, "ls": true}
 
-// pagerCommand is the pager for this command's output, "" for none: only
-// in the user's own process (a served command's output goes to its
-// client), with stdout a terminal, without --no-pager, for a paged
-// command; AGENTSTATE_PAGER, then PAGER, then DefaultPager ("cat" pages
-// nothing).
+// pagerCommand is the pager for this command's output, "" for none: with
+// stdout a terminal (the client's, for a served command), without
+// --no-pager, for a paged command; AGENTSTATE_PAGER, then PAGER, then
+// DefaultPager ("cat" pages nothing).
 func (e *env) pagerCommand() string {
-	if e.noPager || !e.tty || e.served != nil || !pagedCommands[e.command] {
+	if e.noPager || !e.tty || !pagedCommands[e.command] {
 		return ""
 	}
 	p := e.getenv("AGENTSTATE_PAGER")
@@ -51,6 +50,17 @@ func (e *env) pagerCommand() string {
 func (e *env) paging(act func() error) error {
 	p := e.pagerCommand()
 	if p == "" {
+		return act()
+	}
+	if e.served != nil {
+		// A served command's client runs the pager, on its own terminal
+		// (ExecOut.Pager): the server only escapes what it sends.
+		ps, ok := e.stdout.(interface{ StartPager(cmd string) error })
+		if !ok || ps.StartPager(p) != nil {
+			return act()
+		}
+		e.paged = true
+		defer func() { e.paged = false }()
 		return act()
 	}
 	cmd := exec.Command("sh", "-c", p)

@@ -311,7 +311,7 @@ func dial(sock string) (fdConn, error) {
 
 // passEnv lists the environment a served command reads besides the
 // AGENTSTATE_ variables.
-var passEnv = []string{"NO_COLOR", "TERM", "SOURCE_DATE_EPOCH"}
+var passEnv = []string{"NO_COLOR", "TERM", "SOURCE_DATE_EPOCH", "PAGER"}
 
 // execOn runs the command line on the server at sock. It speaks drpc's wire
 // protocol (frames, packets, the Invoke/Message/Error/CloseSend kinds) on
@@ -355,6 +355,10 @@ func execOn(sock string, args []string, wd string) (int, error) {
 		}
 	}()
 	started := false
+	// The pager the server asked for (ExecOut.Pager) takes stdout from
+	// there on; it is waited for however the command ends.
+	var pg pager
+	defer pg.wait()
 	for {
 		pkt, err := rd.ReadPacket()
 		if err == nil && pkt.Stream != 1 {
@@ -397,6 +401,12 @@ func execOn(sock string, args []string, wd string) (int, error) {
 			case wants <- m.Want:
 			default: // a read is already waiting
 			}
+		case m.Pager != "":
+			if !pg.started() && isTerminal(1) {
+				pg.start(m.Pager) // a pager that cannot start leaves stdout as it was
+			}
+		case m.Stream == 1 && pg.started():
+			pg.write(m.Data)
 		case m.Stream == 1:
 			if writeAll(1, m.Data) != nil {
 				return 1, nil // standard output is gone
@@ -405,6 +415,59 @@ func execOn(sock string, args []string, wd string) (int, error) {
 			writeAll(2, m.Data)
 		}
 	}
+}
+
+// pager is a pager run by the shell, as git runs it, reading a served
+// command's standard output from a pipe, on this process's terminal.
+type pager struct {
+	pid  int
+	w    int  // the pipe's end this process writes, -1 once closed
+	gone bool // the user quit the pager: the rest of the output is dropped
+}
+
+func (p *pager) started() bool { return p.pid > 0 }
+
+func (p *pager) start(cmd string) {
+	var fds [2]int
+	if syscall.Pipe2(fds[:], syscall.O_CLOEXEC) != nil {
+		return
+	}
+	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", cmd}, &syscall.ProcAttr{
+		Env:   syscall.Environ(),
+		Files: []uintptr{uintptr(fds[0]), 1, 2},
+	})
+	syscall.Close(fds[0])
+	if err != nil {
+		syscall.Close(fds[1])
+		return
+	}
+	p.pid, p.w = pid, fds[1]
+}
+
+// write hands the pager output; once the pager has ended (the user quit
+// it), output is dropped and the command runs to its end quietly.
+func (p *pager) write(b []byte) {
+	if p.gone {
+		return
+	}
+	if _, err := writeFd(p.w, b); err != nil {
+		p.gone = true
+	}
+}
+
+// wait closes the pager's input and waits for the user to leave it.
+func (p *pager) wait() {
+	if !p.started() {
+		return
+	}
+	syscall.Close(p.w)
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(p.pid, &ws, 0, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	p.pid = 0
 }
 
 // readStdin answers the command's requests for stdin, one read each.

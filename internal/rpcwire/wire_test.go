@@ -18,6 +18,7 @@ var vectors = []struct {
 	{&Resp{Data: []byte(`{"x":1}`), OK: true}, "a201477b2278223a317d02f5", func() any { return &Resp{} }},
 	{&ExecStart{Args: []string{"agentstate", "log"}, Dir: "/w"}, "a201826a6167656e747374617465636c6f6702622f77", func() any { return &ExecStart{} }},
 	{&ExecOut{Done: true, Code: 2}, "a204f50502", func() any { return &ExecOut{} }},
+	{&ExecOut{Pager: "less"}, "a106646c657373", func() any { return &ExecOut{} }},
 	{&Req{Blocks: []Block{{CID: []byte{1, 0x55, 0x12, 0}, Data: []byte("hi")}}}, "a10481a201440155120002426869", func() any { return &Req{} }},
 }
 

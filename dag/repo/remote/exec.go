@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"runtime/debug"
@@ -88,6 +89,9 @@ func (s *Server) exec(ctx context.Context, st drpc.Stream) error {
 		return st.MsgSend(m, rpcwire.Encoding)
 	}
 	stdout := newBatchWriter(&streamWriter{send: send, stream: 1})
+	if start.StdoutTTY {
+		stdout.pager = func(cmd string) error { return send(&rpcwire.ExecOut{Pager: cmd}) }
+	}
 	stderr := newBatchWriter(&streamWriter{send: send, stream: 2})
 	stdin := &streamReader{st: st, send: send, before: func() { stdout.Flush(); stderr.Flush() }}
 	code := s.opts.Exec(ctx, s.r, ExecRequest{Args: start.Args, Dir: start.Dir, Env: start.Env, StdoutTTY: start.StdoutTTY, Width: start.Width}, stdin, stdout, stderr)
@@ -126,6 +130,21 @@ type batchWriter struct {
 	buf   []byte
 	timer *time.Timer
 	err   error
+	pager func(cmd string) error // asks the client to run a pager (stdout on a terminal only)
+}
+
+// StartPager asks the client to run the shell command line cmd as its pager
+// for the rest of the command's stdout (ExecOut.Pager); it fails when the
+// client's stdout is not a terminal. A served command's stdout implements
+// it (internal/cli's paging).
+func (b *batchWriter) StartPager(cmd string) error {
+	if b.pager == nil {
+		return errors.New("the client's output is not a terminal")
+	}
+	if err := b.Flush(); err != nil {
+		return err
+	}
+	return b.pager(cmd)
 }
 
 const flushDelay = 5 * time.Millisecond

@@ -1,6 +1,9 @@
 package execwire
 
-import "errors"
+import (
+	"errors"
+	"unicode/utf8"
+)
 
 // The Exec messages are what every served command encodes and decodes
 // first, in a process that has just started. The CBOR library builds its
@@ -75,16 +78,16 @@ func DecodeExecOut(b []byte) (ExecOut, error) {
 		return ExecOut{}, ErrMalformed{&wrapped{errExecOut, why}}
 	}
 	major, n, rest, ok := cborReadHead(b)
-	if !ok || major != 5 || n > 5 {
-		return bad("want a map of at most 5 members")
+	if !ok || major != 5 || n > 6 {
+		return bad("want a map of at most 6 members")
 	}
-	var seen [6]bool
+	var seen [7]bool
 	for range n {
 		var key uint64
 		var vmaj byte
 		var v uint64
-		if major, key, rest, ok = cborReadHead(rest); !ok || major != 0 || key < 1 || key > 5 || seen[key] {
-			return bad("a key that is not 1 to 5, or repeated")
+		if major, key, rest, ok = cborReadHead(rest); !ok || major != 0 || key < 1 || key > 6 || seen[key] {
+			return bad("a key that is not 1 to 6, or repeated")
 		}
 		seen[key] = true
 		if len(rest) > 0 && key == 4 {
@@ -107,6 +110,12 @@ func DecodeExecOut(b []byte) (ExecOut, error) {
 				return bad("member 2 is not a byte string")
 			}
 			m.Data = rest[:v:v] // b's bytes: no copy of a command's output
+			rest = rest[v:]
+		case 6:
+			if vmaj != 3 || v > uint64(len(rest)) || !utf8.Valid(rest[:v]) {
+				return bad("member 6 is not a text string")
+			}
+			m.Pager = string(rest[:v])
 			rest = rest[v:]
 		default:
 			var x int64

@@ -66,6 +66,9 @@ func TestExecCodecMatchesLibrary(t *testing.T) {
 			t.Fatalf("ExecIn %d: hand %x library %x", i, in.AppendCBOR(nil), want)
 		}
 		out := execwire.ExecOut{Stream: randInt(r), Data: randBytes(r, 70000), Want: randInt(r), Done: r.IntN(2) == 0, Code: randInt(r)}
+		if r.IntN(2) == 0 {
+			out.Pager = strings.ToValidUTF8(string(randBytes(r, 40)), "?")
+		}
 		enc, err := rpcwire.Encoding.Marshal(&out)
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +90,7 @@ func TestExecCodecMatchesLibrary(t *testing.T) {
 // permissive than the library: what it accepts, the library accepts as the
 // same message.
 func FuzzDecodeExecOut(f *testing.F) {
-	for _, m := range []execwire.ExecOut{{}, {Stream: 1, Data: []byte("hi\n")}, {Want: 4096}, {Done: true, Code: 3}, {Stream: 2, Data: bytes.Repeat([]byte{0}, 300)}} {
+	for _, m := range []execwire.ExecOut{{}, {Stream: 1, Data: []byte("hi\n")}, {Want: 4096}, {Done: true, Code: 3}, {Stream: 2, Data: bytes.Repeat([]byte{0}, 300)}, {Pager: "less -FRX"}} {
 		b, _ := rpcwire.Encoding.Marshal(&m)
 		f.Add(b)
 	}

@@ -37,14 +37,18 @@ type ExecIn struct {
 }
 
 // ExecOut is a server's message on an Exec stream: output on stream 1
-// (stdout) or 2 (stderr), a request for up to Want bytes of stdin, or the
-// exit code (Done).
+// (stdout) or 2 (stderr), a request for up to Want bytes of stdin, the exit
+// code (Done), or Pager: the shell command line of the pager the client
+// runs, on its own terminal, for the rest of stream 1 (sent at most once,
+// before any stream 1 output, and only to a client whose stdout is a
+// terminal).
 type ExecOut struct {
 	Stream int    `cbor:"1,keyasint,omitempty"`
 	Data   []byte `cbor:"2,keyasint,omitempty"`
 	Want   int    `cbor:"3,keyasint,omitempty"`
 	Done   bool   `cbor:"4,keyasint,omitempty"`
 	Code   int    `cbor:"5,keyasint,omitempty"`
+	Pager  string `cbor:"6,keyasint,omitempty"`
 }
 
 // ErrMalformed is a message that does not decode.
