@@ -312,7 +312,9 @@ func redactKillChild(dir string) {
 	}
 	repo.SetRedactHook(func(step string) {
 		if step == "recorded" {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				p.Kill() // SIGKILL on Unix
+			}
 		}
 	})
 	at, _ := objects.ParseCID(os.Getenv("AGENTSTATE_REDACT_AT"))
