@@ -245,7 +245,7 @@ func TestPageInChromium(t *testing.T) {
 		}
 	}
 	must("agents", chromedp.Navigate(base+"/?token="+token), chromedp.WaitVisible(`#main`), chromedp.Navigate(base+"/#/"), chromedp.WaitVisible(`#agents a.agent`), shot("agents"))
-	must("history", chromedp.Click(`#agents a.agent`), chromedp.WaitVisible(`#history tr.commit`),
+	must("history", chromedp.Click(`#agents a.agent`), chromedp.WaitVisible(historyRow),
 		chromedp.Evaluate(`document.querySelectorAll('#history tr.commit[data-parents="2"]').length`, &merges),
 		chromedp.Evaluate(`document.querySelectorAll('#history .head').length`, &heads),
 		chromedp.Evaluate(`document.querySelectorAll('#oplog tr.undone-op').length`, &undone),
@@ -275,7 +275,7 @@ func TestPageInChromium(t *testing.T) {
 		patch != "+<script>document.title='pwned'</script>" || title != "agentstate" || injected != 0 {
 		t.Fatalf("task view: %q, receipt %q, %d commits, changed %q, patch %q, title %q, %d injected", taskName, receiptState, taskCommits, changed, patch, title, injected)
 	}
-	must("back to history", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`))
+	must("back to history", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(historyRow))
 	// From the graph to the fast task's commit (notes.md changed), its diff.
 	must("commit", chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit')].find(tr => tr.textContent.includes('task=fast')).querySelector('a.msg').click()`, nil),
 		chromedp.WaitVisible(`#changes .diff`),
@@ -302,7 +302,7 @@ func TestPageInChromium(t *testing.T) {
 		t.Fatalf("blame of HTML: title %q, %d injected elements, text %q", title, injected, blameText)
 	}
 	// HTML in a message and a value is text; nothing of it runs.
-	must("html message", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`),
+	must("html message", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(historyRow),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history a.msg')].find(a => a.textContent.startsWith('<img')).click()`, nil),
 		chromedp.WaitVisible(`#message`), chromedp.Text(`#message`, &msg),
 		chromedp.Navigate(base+"/#/a/lumen/v/HEAD/skills%2Fx.md"), chromedp.WaitVisible(`#value`),
@@ -317,7 +317,7 @@ func TestPageInChromium(t *testing.T) {
 		t.Fatalf("error shown: %q", errText)
 	}
 	// Live: a commit lands while the page is open; it appears without a reload.
-	must("live", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.commit`), chromedp.Sleep(500*time.Millisecond))
+	must("live", chromedp.Navigate(base+"/#/a/lumen"), chromedp.WaitVisible(historyRow), chromedp.Sleep(500*time.Millisecond))
 	v := objects.NewValue([]byte("landed live\n"))
 	if _, err := r.Edit(context.Background(), repo.EditRequest{Agent: "lumen", Message: "landed while watching", Blocks: []objects.Block{v},
 		Edit: func(ctx context.Context, tr *objects.Tree) (bool, error) { return tr.Put(ctx, "live.md", v.CID) }}); err != nil {
@@ -330,3 +330,7 @@ func TestPageInChromium(t *testing.T) {
 	}
 	t.Logf("screenshots in %s", shots)
 }
+
+// historyRow is the first row the history shows: a commit, or the row of a
+// task whose commits are folded under it (hidden until it is opened).
+const historyRow = `#history tr.commit:not([hidden]), #history tr.task-group`
