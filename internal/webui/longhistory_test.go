@@ -183,7 +183,7 @@ func TestHistory100kInChromium(t *testing.T) {
 	fits("first screen", 1440)
 	for i, want := range [][]string{cids(p2), cids(p3)} {
 		must(fmt.Sprintf("older %d", i+1), chromedp.Click(`#history-nav a.older`),
-			chromedp.Poll(fmt.Sprintf(`document.querySelector('#history tr.commit') && document.querySelector('#history tr.commit').dataset.cid === %q`, want[0]), nil),
+			pollUntil(fmt.Sprintf(`document.querySelector('#history tr.commit') && document.querySelector('#history tr.commit').dataset.cid === %q`, want[0])),
 			rows(&got))
 		if !slices.Equal(got, want) {
 			t.Fatalf("older page %d: %d rows, not the log's", i+2, len(got))
@@ -199,14 +199,14 @@ func TestHistory100kInChromium(t *testing.T) {
 	// Search by text: the newest commit's message.
 	var msgs []string
 	must("search", goTo("/#/a/lumen/history?grep="+url.QueryEscape(fmt.Sprintf("bulk %d", n-1))),
-		chromedp.Poll(`document.querySelectorAll('#history a.msg').length === 1`, nil),
+		pollUntil(`document.querySelectorAll('#history a.msg').length === 1`),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history a.msg')].map(a => a.textContent)`, &msgs), shot("l3-100k-search-1440"))
 	if len(msgs) != 1 || msgs[0] != fmt.Sprintf("bulk %d", n-1) {
 		t.Fatalf("search: %q", msgs)
 	}
 	// Filter by key prefix: within the first page's walk of 5,000 commits,
 	// the five that wrote under deep/, and a cursor on.
-	must("filter by key", goTo("/#/a/lumen/history?prefix=deep%2F"), chromedp.Poll(`document.querySelectorAll('#history a.msg').length === 5`, nil),
+	must("filter by key", goTo("/#/a/lumen/history?prefix=deep%2F"), pollUntil(`document.querySelectorAll('#history a.msg').length === 5`),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history a.msg')].map(a => a.textContent)`, &msgs),
 		chromedp.Evaluate(`document.querySelectorAll('#history-nav a.older').length`, &older), shot("l4-100k-prefix-1440"))
 	if !slices.Equal(msgs, []string{"bulk 99999", "bulk 98999", "bulk 97999", "bulk 96999", "bulk 95999"}) || older == 0 {

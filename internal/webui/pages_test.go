@@ -223,7 +223,7 @@ func TestHistoryPagesInChromium(t *testing.T) {
 			t.Errorf("%s at %d px: page %d px wide, %d elements past the window's edge, tables without a header row %q", step, width, sw, wide, headless)
 		}
 	}
-	rowsOf := func(sel string) chromedp.Action { return chromedp.WaitVisible(sel) }
+	rowsOf := func(sel string) chromedp.Action { return chromedp.WaitReady(sel) } // a task's commits may be folded (hidden) under its row
 	// goTo loads the page afresh at hash (a hash change alone re-renders
 	// in place, and a wait could find the view before it).
 	goTo := func(hash string) chromedp.Action {
@@ -260,7 +260,7 @@ func TestHistoryPagesInChromium(t *testing.T) {
 	must("search by key: type", chromedp.SendKeys(`#key-filter`, "deep/"))
 	must("search by key: filter", chromedp.Click(`#search button`))
 	must("search by key",
-		chromedp.Poll(`location.hash.includes('prefix=deep')`, nil), chromedp.Sleep(200*time.Millisecond), rowsOf(`#history tr.commit`),
+		pollUntil(`location.hash.includes('prefix=deep')`), chromedp.Sleep(200*time.Millisecond), rowsOf(`#history tr.commit`),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history a.msg')].map(a => a.textContent)`, &msgs), shot("h3-search-key-1440"))
 	if len(msgs) != 23 || msgs[0] != "step 220" || msgs[22] != "step 000" {
 		t.Fatalf("search by key deep/: %d commits %q", len(msgs), msgs)
@@ -272,7 +272,7 @@ func TestHistoryPagesInChromium(t *testing.T) {
 	if widest > 40 {
 		t.Fatalf("search by key deep/: the graph is %.0f px wide for commits in one line", widest)
 	}
-	must("search by text", goTo("/#/a/lumen/history?grep=slow"), chromedp.Poll(`document.querySelectorAll('#history a.msg').length === 2 && document.querySelector('#grep').value === 'slow'`, nil),
+	must("search by text", goTo("/#/a/lumen/history?grep=slow"), pollUntil(`document.querySelectorAll('#history a.msg').length === 2 && document.querySelector('#grep').value === 'slow'`),
 		chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit td.meta:not(.when)')].map(td => td.textContent)`, &msgs))
 	if len(msgs) != 2 || !strings.Contains(msgs[0], "task=slow") || !strings.Contains(msgs[1], "task=slow") {
 		t.Fatalf("search by text: %q", msgs)
@@ -298,7 +298,7 @@ func TestHistoryPagesInChromium(t *testing.T) {
 	var keys1, keys2 []string
 	must("merge", goTo("/#/a/lumen/c/"+merge), chromedp.WaitVisible(`#parent-switch`), rowsOf(`#changes .change`),
 		chromedp.Text(`#changes-title`, &title1), chromedp.Evaluate(`[...document.querySelectorAll('#changes .key')].map(k => k.textContent)`, &keys1),
-		chromedp.Click(`#parent-switch a[data-parent="2"]`), chromedp.Poll(`document.querySelector('#changes-title').textContent.includes('second')`, nil),
+		chromedp.Click(`#parent-switch a[data-parent="2"]`), pollUntil(`document.querySelector('#changes-title').textContent.includes('second')`),
 		rowsOf(`#changes .change`), chromedp.Text(`#changes-title`, &title2),
 		chromedp.Evaluate(`[...document.querySelectorAll('#changes .key')].map(k => k.textContent)`, &keys2), shot("h5-merge-parent-2-1440"))
 	if !strings.Contains(title1, "first") || !slices.Equal(keys1, []string{"skills/x.md"}) || !slices.Equal(keys2, []string{"notes.md"}) {

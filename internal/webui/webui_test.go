@@ -334,3 +334,29 @@ func TestPageInChromium(t *testing.T) {
 // historyRow is the first row the history shows: a commit, or the row of a
 // task whose commits are folded under it (hidden until it is opened).
 const historyRow = `#history tr.commit:not([hidden]), #history tr.task-group`
+
+// pollUntil waits until the JavaScript expression expr is true, evaluating
+// it every 50 ms in whatever document the tab holds then: unlike
+// chromedp.Poll, an evaluation that lands while a navigation replaces the
+// document ("Cannot find context with specified id") is tried again, not
+// an error. It gives up after a minute, with the last error.
+func pollUntil(expr string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var ok bool
+			err := chromedp.Evaluate(expr, &ok).Do(ctx)
+			if err == nil && ok {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("waiting for %s: %v (last error)", expr, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+}
