@@ -56,8 +56,8 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 	if s.deferring(ctx) {
 		// Held with the blocks a deferred write holds (deferred.go), in
 		// order: the next durable write carries them all.
-		for _, b := range missing {
-			s.held.add(blockKey(b.CID), b.Data)
+		if err := s.putHeld(missing); err != nil {
+			return err
 		}
 		for i := 0; i < len(meta); i += 2 {
 			s.held.add(metaKey(string(meta[i])), bytes.Clone(meta[i+1]))

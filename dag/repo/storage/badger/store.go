@@ -500,69 +500,7 @@ func (s *Store) Has(ctx context.Context, c objects.CID) (bool, error) {
 // immutable, so a crash part-way leaves only unreferenced blocks (gc removes
 // them); callers write blocks before the refs that reach them.
 func (s *Store) Put(ctx context.Context, blocks ...objects.Block) error {
-	if len(blocks) == 0 {
-		return nil
-	}
-	var missing []objects.Block
-	err := s.db.View(func(txn *badger.Txn) error {
-		for _, b := range blocks {
-			k := blockKey(b.CID)
-			if _, ok := s.held.get(k); ok {
-				continue
-			}
-			_, err := txn.Get(k)
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				missing = append(missing, b)
-			} else if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: checking blocks: %w", err)
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	var n int64
-	for _, b := range missing {
-		n += int64(len(b.Data) + 64)
-	}
-	if err := s.checkWrite(n); err != nil {
-		return err
-	}
-	if s.deferring(ctx) {
-		return s.putHeld(missing)
-	}
-	if len(missing) == 1 {
-		err := s.update(func(txn *badger.Txn) error {
-			return txn.Set(blockKey(missing[0].CID), missing[0].Data)
-		})
-		if err == nil {
-			s.noteMoved(int(n))
-		}
-		return err
-	}
-	if err := s.flushHeld(); err != nil {
-		return fmt.Errorf("store: writing blocks: %w", err)
-	}
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	for _, b := range missing {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := wb.Set(blockKey(b.CID), b.Data); err != nil {
-			return fmt.Errorf("store: writing block %s: %w", b.CID, err)
-		}
-	}
-	s.writes.Add(1)
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("store: writing blocks: %w", err)
-	}
-	s.noteMoved(int(n))
-	return nil
+	return s.PutWithMeta(ctx, blocks)
 }
 
 // Reclaim gives the space Delete freed back to the file system. It is best
