@@ -171,10 +171,10 @@ func TestHistory100kInChromium(t *testing.T) {
 	// twice.
 	var got []string
 	start := time.Now()
-	must("first screen", chromedp.EmulateViewport(1440, 900), goTo("/#/a/lumen/history"), chromedp.WaitVisible(`#history tr.commit`), rows(&got))
+	must("first screen", chromedp.EmulateViewport(1440, 900), goTo("/#/a/lumen/history"), pollUntil(`!!document.querySelector("#history tr.commit")`), rows(&got))
 	t.Logf("first screen of %d commits in %v (measured, not asserted)", n, time.Since(start).Round(time.Millisecond))
 	start = time.Now()
-	must("first screen again", goTo("/#/a/lumen/history"), chromedp.WaitVisible(`#history tr.commit`))
+	must("first screen again", goTo("/#/a/lumen/history"), pollUntil(`!!document.querySelector("#history tr.commit")`))
 	t.Logf("loaded again (the browser started) in %v (measured, not asserted)", time.Since(start).Round(time.Millisecond))
 	must("first screen shot", shot("l1-100k-first-1440"))
 	if !slices.Equal(got, cids(p1)) {
@@ -191,7 +191,7 @@ func TestHistory100kInChromium(t *testing.T) {
 	}
 	// The last page, from a cursor 99,850 commits down: no older.
 	var older int
-	must("last page", goTo("/#/a/lumen/history?cursor="+url.QueryEscape(deep.Next)), chromedp.WaitVisible(`#history tr.commit`), rows(&got),
+	must("last page", goTo("/#/a/lumen/history?cursor="+url.QueryEscape(deep.Next)), pollUntil(`!!document.querySelector("#history tr.commit")`), rows(&got),
 		chromedp.Evaluate(`document.querySelectorAll('#history-nav a.older').length`, &older), shot("l2-100k-last-1440"))
 	if !slices.Equal(got, cids(last)) || older != 0 || len(got) != 150 {
 		t.Fatalf("last page: %d rows (want %d), %d older links", len(got), len(last.Commits), older)
@@ -221,7 +221,7 @@ func TestHistory100kInChromium(t *testing.T) {
 	if len(keys) != 0 {
 		t.Fatalf("compare within one run of unchanged trees: %q", keys)
 	}
-	must("pick two", goTo("/#/a/lumen/history"), chromedp.WaitVisible(`#history tr.commit`),
+	must("pick two", goTo("/#/a/lumen/history"), pollUntil(`!!document.querySelector("#history tr.commit")`),
 		chromedp.Click(`#history tr.commit:nth-child(2) input.pick`), chromedp.Click(`#history tr.commit:nth-child(200) input.pick`),
 		chromedp.Click(`#compare-picked`), chromedp.WaitVisible(`#compare-sides`), chromedp.Sleep(300*time.Millisecond),
 		chromedp.Evaluate(`[...document.querySelectorAll('#changes .key')].map(k => k.textContent)`, &keys), shot("l5-100k-compare-1440"))
@@ -230,10 +230,10 @@ func TestHistory100kInChromium(t *testing.T) {
 	}
 	// 390 px.
 	for _, h := range []string{"/#/a/lumen/history", "/#/a/lumen/history?cursor=" + url.QueryEscape(deep.Next), "/#/a/lumen/history?prefix=deep%2F"} {
-		must("390: "+h, chromedp.EmulateViewport(390, 844), goTo(h), chromedp.WaitVisible(`#history tr.commit`))
+		must("390: "+h, chromedp.EmulateViewport(390, 844), goTo(h), pollUntil(`!!document.querySelector("#history tr.commit")`))
 		fits(h, 390)
 	}
-	must("390 shot", goTo("/#/a/lumen/history"), chromedp.WaitVisible(`#history tr.commit`), shot("l6-100k-first-390"))
+	must("390 shot", goTo("/#/a/lumen/history"), pollUntil(`!!document.querySelector("#history tr.commit")`), shot("l6-100k-first-390"))
 	t.Logf("screenshots in %s", shots)
 }
 
