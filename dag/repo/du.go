@@ -74,16 +74,19 @@ func (r *Repo) DiskUsage(ctx context.Context, agent string) (Usage, error) {
 		}
 		w.bs, w.view, w.walked = view, view, make([]int64, len(view.sizes))
 	}
-	// The count of the store (gc's walk) and the walk of the history run
-	// one after the other: side by side (they read only the scan) they
-	// took no less CPU and half as much memory again.
+	// The history first: gc's walk (the count of the store) then goes
+	// below no tree node or value the history walked, all of whose blocks
+	// the history walk met and are live (see store).
+	if agent != "" {
+		var err error
+		if u, err = w.history(ctx, u, agent); err != nil {
+			return u, err
+		}
+	}
 	if err := w.store(ctx, &u.Store); err != nil {
 		return u, err
 	}
-	if agent == "" {
-		return u, nil
-	}
-	return w.history(ctx, u, agent)
+	return u, nil
 }
 
 // history fills in u's commits and keys: agent's history, walked oldest
@@ -213,20 +216,34 @@ type usageWalk struct {
 // each live one for the history walk.
 func (w *usageWalk) store(ctx context.Context, su *StoreUsage) error {
 	if w.view != nil {
-		reach, _, err := w.r.walkAllIn(ctx, w.bs, dag.WalkOptions{SizeHint: len(w.view.sizes)}, nil)
+		// gc's walk, marking a bit for each block of the scan. Every tree
+		// node and value the history walked is live (the history is a part
+		// of what gc keeps, and the links it follows below a commit are
+		// gc's), and so is every block below it, which the history walk
+		// met too: the set starts with them, and gc's walk goes no further
+		// there. Not when a redaction record names blocks: gc leaves a
+		// redacted block out even where the history's walk met it.
+		red, _, err := w.r.readRedactions(ctx)
 		if err != nil {
+			return err
+		}
+		live := newScanSet(w.view)
+		if len(red.byValue) == 0 {
+			for i, n := range w.walked {
+				if n != 0 {
+					live.bits[i/64] |= 1 << (i % 64)
+				}
+			}
+		}
+		if _, _, err := w.r.walkAllIn(ctx, w.bs, dag.WalkOptions{Reached: live, Absent: red.absent}, nil); err != nil {
 			return err
 		}
 		for _, n := range w.view.sizes {
 			su.Blocks++
 			su.Bytes += n
 		}
-		for c := range reach {
-			if i, ok := w.view.index[idOf(c)]; ok { // a live block not stored is verify's to report
-				su.LiveBlocks++
-				su.LiveBytes += w.view.sizes[i]
-			}
-		}
+		// A live block not stored (in live.extra) is verify's to report.
+		su.LiveBlocks, su.LiveBytes = live.count()
 		su.Reclaimable, su.ReclaimableBytes = su.Blocks-su.LiveBlocks, su.Bytes-su.LiveBytes
 		return nil
 	}
@@ -294,7 +311,8 @@ func (w *usageWalk) valueSize(ctx context.Context, v objects.CID) (int64, error)
 // of its subtree (nodes and values), added the bytes of the blocks in it no
 // earlier walk met.
 func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, added int64, err error) {
-	if b, _, ok := w.lookup(t); ok && b.walked >= 0 {
+	b, at, ok := w.lookup(t)
+	if ok && b.walked >= 0 {
 		return b.walked, 0, nil // a node walked is a whole subtree walked
 	}
 	if depth >= objects.MaxTreeDepth {
@@ -326,14 +344,14 @@ func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, 
 			w.entry(e.Key, e.Value, n)
 		}
 	}
-	w.note(t, blockUsage{size: int64(len(data)), walked: total})
+	w.note(t, at, blockUsage{size: int64(len(data)), walked: total})
 	return total, added, nil
 }
 
 // value walks value v (or a chunk list node of one, depth list nodes below
 // the value), as tree walks a node.
 func (w *usageWalk) value(ctx context.Context, v objects.CID, depth int) (total, added int64, err error) {
-	b, _, ok := w.lookup(v)
+	b, at, ok := w.lookup(v)
 	if ok && b.walked >= 0 {
 		return b.walked, 0, nil
 	}
@@ -361,33 +379,30 @@ func (w *usageWalk) value(ctx context.Context, v objects.CID, depth int) (total,
 			total, added = total+n, added+a
 		}
 	}
-	w.note(v, blockUsage{size: b.size, walked: total})
+	w.note(v, at, blockUsage{size: b.size, walked: total})
 	return total, added, nil
 }
 
 // lookup is what the walk knows of block c: i is its place in the scan
 // (-1: not there).
 func (w *usageWalk) lookup(c objects.CID) (b blockUsage, i int, ok bool) {
-	id := idOf(c)
 	if w.view != nil {
-		if i, ok := w.view.index[id]; ok {
+		if i, ok := w.view.place(c); ok {
 			return blockUsage{size: w.view.sizes[i], walked: w.walked[i] - 1}, int(i), true
 		}
 	}
-	b, ok = w.blocks[id]
+	b, ok = w.blocks[idOf(c)]
 	return b, -1, ok
 }
 
-// note records what the walk learnt of block c.
-func (w *usageWalk) note(c objects.CID, b blockUsage) {
-	id := idOf(c)
-	if w.view != nil {
-		if i, ok := w.view.index[id]; ok {
-			w.walked[i] = b.walked + 1
-			return
-		}
+// note records what the walk learnt of block c, whose place in the scan
+// is i (-1: not there).
+func (w *usageWalk) note(c objects.CID, i int, b blockUsage) {
+	if i >= 0 {
+		w.walked[i] = b.walked + 1
+		return
 	}
-	w.blocks[id] = b
+	w.blocks[idOf(c)] = b
 }
 
 func compareStrings(a, b string) int {

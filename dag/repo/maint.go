@@ -66,26 +66,47 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 	// value's chunks are read again, in order, for its size and sha256.
 	bs := r.Blocks
 	opts := dag.WalkOptions{VerifyValues: true}
+	var view *scanned
+	var reached *scanSet
 	if sc, ok := r.Storage.(objects.BlockScanner); ok {
-		view, err := scanStore(ctx, sc, r.Blocks, true)
-		if err != nil {
+		var err error
+		if view, err = scanStore(ctx, sc, r.Blocks, true); err != nil {
 			return rep, err
 		}
-		bs, opts.Hashed, opts.SizeHint = view, view.rawHashed, len(view.sizes)
+		reached = newScanSet(view) // the walk's set: a bit for each block of the scan
+		bs, opts.Hashed, opts.Reached = view, view.rawHashed, reached
 		rep.Scanned, rep.Hashed = view.bytes, view.hashed
 	}
 	reach, problems, err := r.walkAllIn(ctx, bs, opts, nil)
 	if err != nil {
 		return rep, err
 	}
-	for c := range reach {
+	isCommit := func(c objects.CID) {
 		if c.Codec() == objects.CodecDagCBOR {
 			if _, err := dag.ReadCommit(ctx, bs, c); err == nil {
 				rep.Commits++
 			}
 		}
 	}
-	rep.Blocks = len(reach)
+	if reached != nil {
+		rep.Blocks, _ = reached.count()
+		rep.Blocks += len(reached.extra)
+		for i, data := range view.nodes {
+			if data != nil && reached.has(uint32(i)) {
+				if _, err := objects.DecodeCommit(data); err == nil {
+					rep.Commits++
+				}
+			}
+		}
+		for c := range reached.extra {
+			isCommit(c)
+		}
+	} else {
+		rep.Blocks = len(reach)
+		for c := range reach {
+			isCommit(c)
+		}
+	}
 	for _, p := range problems {
 		rep.Problems = append(rep.Problems, p.Error())
 	}

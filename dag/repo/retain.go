@@ -499,6 +499,33 @@ func (r *Repo) walkAllIn(ctx context.Context, bs objects.BlockStore, opts dag.Wa
 		}
 		problems = append(problems, ps...)
 	}
+	// A scanSet given as opts.Reached is what every walk starts from (a
+	// walk does not go below a block its set holds): each walk marks a
+	// copy of it, and it ends as their union. One set shared by the walks
+	// would be wrong: a commit one agent's walk marked without following a
+	// parent its forget cut would stop another's walk there.
+	base, _ := opts.Reached.(*scanSet)
+	var union *scanSet
+	walk := func(commits []objects.CID, o dag.WalkOptions) error {
+		var own *scanSet
+		if base != nil {
+			own = base.clone()
+			o.Reached = own
+		}
+		rc, ps, err := dag.Walk(ctx, bs, commits, o)
+		if err != nil {
+			return err
+		}
+		merge(rc, ps)
+		if own != nil {
+			if union == nil {
+				union = own
+			} else {
+				union.union(own)
+			}
+		}
+		return nil
+	}
 	for _, ar := range byAgent {
 		if ar.cp == nil {
 			plain = append(plain, ar.commits...)
@@ -506,17 +533,16 @@ func (r *Repo) walkAllIn(ctx context.Context, bs objects.BlockStore, opts dag.Wa
 		}
 		o := opts
 		o.Cut = ar.cp.IsCut
-		rc, ps, err := dag.Walk(ctx, bs, ar.commits, o)
-		if err != nil {
+		if err := walk(ar.commits, o); err != nil {
 			return nil, nil, err
 		}
-		merge(rc, ps)
 	}
-	rc, ps, err := dag.Walk(ctx, bs, plain, opts)
-	if err != nil {
+	if err := walk(plain, opts); err != nil {
 		return nil, nil, err
 	}
-	merge(rc, ps)
+	if base != nil {
+		*base = *union
+	}
 	return reach, problems, nil
 }
 

@@ -3,7 +3,9 @@ package repo
 import (
 	"context"
 	"errors"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/agentstate/agentstate/objects"
@@ -21,10 +23,10 @@ import (
 // It is a read-only objects.BlockStore.
 type scanned struct {
 	bs      objects.BlockStore
-	index   map[blockID]uint32 // every block seen: its place in sizes
+	index   blockIndex // every block seen: its place in sizes
 	sizes   []int64
-	nodes   map[blockID][]byte
-	bad     map[blockID]error // blocks whose bytes do not match their CID
+	nodes   [][]byte         // by place: the bytes of a dag-cbor block, nil for any other
+	bad     map[uint32]error // by place: blocks whose bytes do not match their CID
 	hashRaw bool
 	bytes   int64 // every block's bytes, as the scan read them
 	hashed  int64 // the bytes the scan re-hashed
@@ -36,50 +38,64 @@ var errScannedView = errors.New("repo: a scanned view of the store is read-only"
 // scanStore reads every block of sc once (see scanned); bs serves what
 // the scan did not see. The re-hashing runs on every core beside the scan.
 func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockStore, hashRaw bool) (*scanned, error) {
-	s := &scanned{bs: bs, index: map[blockID]uint32{}, nodes: map[blockID][]byte{}, bad: map[blockID]error{}, hashRaw: hashRaw}
+	s := &scanned{bs: bs, bad: map[uint32]error{}, hashRaw: hashRaw}
 	type result struct {
-		id   blockID
+		i    uint32
 		data []byte // kept (a dag-cbor block), nil otherwise
 		err  error
 	}
+	type job struct {
+		at     []uint32 // the places of blocks
+		blocks []objects.Block
+	}
 	const batch = 256
-	work := make(chan []objects.Block, runtime.GOMAXPROCS(0)*2)
+	work := make(chan job, runtime.GOMAXPROCS(0)*2)
 	results := make(chan []result, runtime.GOMAXPROCS(0)*2)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for bl := range work {
-				out := make([]result, 0, len(bl))
-				for _, b := range bl {
-					r := result{id: idOf(b.CID), err: objects.Verify(b.CID, b.Data)}
+			for j := range work {
+				out := make([]result, 0, len(j.blocks))
+				for k, b := range j.blocks {
+					r := result{i: j.at[k], err: objects.Verify(b.CID, b.Data)}
 					if r.err == nil && b.CID.Codec() == objects.CodecDagCBOR {
 						r.data = b.Data
 					}
-					out = append(out, r)
+					if r.err != nil || r.data != nil {
+						out = append(out, r)
+					}
 				}
 				results <- out
 			}
 		}()
 	}
+	kept := map[uint32][]byte{}
 	collected := make(chan struct{})
 	go func() {
 		defer close(collected)
 		for rs := range results {
 			for _, r := range rs {
 				if r.err != nil {
-					s.bad[r.id] = r.err
-				} else if r.data != nil {
-					s.nodes[r.id] = r.data
+					s.bad[r.i] = r.err
+				} else {
+					kept[r.i] = r.data
 				}
 			}
 		}
 	}()
 	want := func(c objects.CID) bool { return hashRaw || c.Codec() == objects.CodecDagCBOR }
 	var pending []objects.Block
+	var pendingAt []uint32
+	flush := func() {
+		if len(pending) > 0 {
+			work <- job{at: pendingAt, blocks: pending}
+		}
+		pending, pendingAt = nil, nil
+	}
 	err := sc.ScanBlocks(ctx, want, func(c objects.CID, size int64, data []byte) error {
-		s.index[idOf(c)] = uint32(len(s.sizes))
+		i := s.index.add(idOf(c))
 		s.sizes = append(s.sizes, size)
 		s.bytes += size
 		if data == nil {
@@ -87,14 +103,14 @@ func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockSto
 		}
 		s.hashed += size
 		pending = append(pending, objects.Block{CID: c, Data: data})
+		pendingAt = append(pendingAt, i)
 		if len(pending) == batch {
-			work <- pending
-			pending = nil
+			flush()
 		}
 		return nil
 	})
-	if len(pending) > 0 && err == nil {
-		work <- pending
+	if err == nil {
+		flush()
 	}
 	close(work)
 	wg.Wait()
@@ -103,17 +119,25 @@ func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockSto
 	if err != nil {
 		return nil, err
 	}
+	s.nodes = make([][]byte, len(s.sizes))
+	for i, d := range kept {
+		s.nodes[i] = d
+	}
 	return s, nil
 }
 
+// place is block c's place in the scan.
+func (s *scanned) place(c objects.CID) (uint32, bool) { return s.index.find(idOf(c)) }
+
 // Get returns block c: a kept block from memory, a raw one from the store.
 func (s *scanned) Get(ctx context.Context, c objects.CID) ([]byte, error) {
-	id := idOf(c)
-	if err, ok := s.bad[id]; ok {
-		return nil, err
-	}
-	if d, ok := s.nodes[id]; ok {
-		return d, nil
+	if i, ok := s.place(c); ok {
+		if err, bad := s.bad[i]; bad {
+			return nil, err
+		}
+		if d := s.nodes[i]; d != nil {
+			return d, nil
+		}
 	}
 	return s.bs.Get(ctx, c)
 }
@@ -121,11 +145,10 @@ func (s *scanned) Get(ctx context.Context, c objects.CID) ([]byte, error) {
 // Has reports whether c is stored; a block whose bytes do not match its
 // CID is reported with that error.
 func (s *scanned) Has(ctx context.Context, c objects.CID) (bool, error) {
-	id := idOf(c)
-	if err, ok := s.bad[id]; ok {
-		return false, err
-	}
-	if _, ok := s.index[id]; ok {
+	if i, ok := s.place(c); ok {
+		if err, bad := s.bad[i]; bad {
+			return false, err
+		}
 		return true, nil
 	}
 	return s.bs.Has(ctx, c)
@@ -140,10 +163,143 @@ func (s *scanned) rawHashed(c objects.CID) bool {
 	if !s.hashRaw || c.Codec() != objects.CodecRaw {
 		return false
 	}
-	id := idOf(c)
-	if _, bad := s.bad[id]; bad {
+	i, ok := s.place(c)
+	if !ok {
 		return false
 	}
-	_, ok := s.index[id]
+	_, bad := s.bad[i]
+	return !bad
+}
+
+// blockIndex finds a scanned block's place by its CID: an open-addressed
+// table of places keyed by the CID's digest (whose bits are already
+// uniform, so it is hashed no further), beside the CIDs in place order. A
+// store's blocks are many; a map of them costs twice the memory and a
+// hash of every CID looked up.
+type blockIndex struct {
+	ids   []blockID
+	slots []uint32 // place + 1; 0 is empty
+}
+
+// slotOf is where id's search starts in a table of mask+1 slots.
+func slotOf(id *blockID, mask uint64) uint64 {
+	// The digest follows the CID's 4-byte prefix; the codec (byte 1) is
+	// mixed in, a raw block and a node may share a digest.
+	h := uint64(id[4]) | uint64(id[5])<<8 | uint64(id[6])<<16 | uint64(id[7])<<24 |
+		uint64(id[8])<<32 | uint64(id[9])<<40 | uint64(id[10])<<48 | uint64(id[11])<<56
+	return (h ^ uint64(id[1])*0x9e3779b97f4a7c15) & mask
+}
+
+// add puts id at the next place and returns that place (id is not in x).
+func (x *blockIndex) add(id blockID) uint32 {
+	if 2*(len(x.ids)+1) > len(x.slots) {
+		x.grow()
+	}
+	i := uint32(len(x.ids))
+	x.ids = append(x.ids, id)
+	x.put(i)
+	return i
+}
+
+func (x *blockIndex) put(i uint32) {
+	mask := uint64(len(x.slots) - 1)
+	for h := slotOf(&x.ids[i], mask); ; h = (h + 1) & mask {
+		if x.slots[h] == 0 {
+			x.slots[h] = i + 1
+			return
+		}
+	}
+}
+
+func (x *blockIndex) grow() {
+	x.slots = make([]uint32, max(1024, 2*len(x.slots)))
+	for i := range x.ids {
+		x.put(uint32(i))
+	}
+}
+
+// find returns id's place.
+func (x *blockIndex) find(id blockID) (uint32, bool) {
+	if len(x.slots) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(x.slots) - 1)
+	for h := slotOf(&id, mask); ; h = (h + 1) & mask {
+		p := x.slots[h]
+		if p == 0 {
+			return 0, false
+		}
+		if x.ids[p-1] == id {
+			return p - 1, true
+		}
+	}
+}
+
+// scanSet is a set of blocks (dag.ReachSet) held as one bit for each block
+// of a scan, and a map for the few the scan did not see (written since):
+// what a walk over a scanned store marks, at a bit a block where a set of
+// CIDs costs a map entry each.
+type scanSet struct {
+	view  *scanned
+	bits  []uint64
+	extra map[objects.CID]struct{}
+}
+
+func newScanSet(view *scanned) *scanSet {
+	return &scanSet{view: view, bits: make([]uint64, (len(view.sizes)+63)/64)}
+}
+
+// Has reports whether c is in s.
+func (s *scanSet) Has(c objects.CID) bool {
+	if i, ok := s.view.place(c); ok {
+		return s.has(i)
+	}
+	_, ok := s.extra[c]
 	return ok
+}
+
+// Add puts c in s.
+func (s *scanSet) Add(c objects.CID) {
+	if i, ok := s.view.place(c); ok {
+		s.bits[i/64] |= 1 << (i % 64)
+		return
+	}
+	if s.extra == nil {
+		s.extra = map[objects.CID]struct{}{}
+	}
+	s.extra[c] = struct{}{}
+}
+
+// has reports whether the scan's block i is in s.
+func (s *scanSet) has(i uint32) bool { return s.bits[i/64]&(1<<(i%64)) != 0 }
+
+// clone is a copy of s.
+func (s *scanSet) clone() *scanSet {
+	out := &scanSet{view: s.view, bits: slices.Clone(s.bits)}
+	if len(s.extra) > 0 {
+		out.extra = maps.Clone(s.extra)
+	}
+	return out
+}
+
+// union adds every block of o to s.
+func (s *scanSet) union(o *scanSet) {
+	for i, w := range o.bits {
+		s.bits[i] |= w
+	}
+	for c := range o.extra {
+		s.Add(c)
+	}
+}
+
+// count is how many of the scan's blocks s holds and their bytes (the
+// blocks in extra are not counted).
+func (s *scanSet) count() (n int, bytes int64) {
+	for i, size := range s.view.sizes {
+		if s.has(uint32(i)) {
+			n++
+			bytes += size
+		}
+	}
+	return n, bytes
 }

@@ -216,3 +216,71 @@ func TestDiskUsageReadsTheStoreOnce(t *testing.T) {
 		t.Fatalf("%+v", u.Store)
 	}
 }
+
+// du's count of the live blocks through the scan (gc's walk marking one
+// set of bits, started from what the history walked) is gc's: with a
+// forget's cut in one agent's history, a fork that needs what lies behind
+// the cut, a tag, and garbage, for either agent and for none.
+func TestDiskUsageScanCountsWhatGCKeeps(t *testing.T) {
+	ctx := context.Background()
+	ms := memory.New()
+	r, _, _, _ := scanHistory(t, ms)
+	log := logCIDs(t, r, "a")
+	// b forks at the commit a's forget will make its horizon: a's walk
+	// stops there, b's must go on below it.
+	if _, err := r.Fork(ctx, "a", log[1], "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetTag(ctx, "a", "old", log[40]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Forget(ctx, "a", repo.Policy{Last: 2}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.Put(ctx, objects.NewValue([]byte("stray"))); err != nil {
+		t.Fatal(err)
+	}
+	gcKeeps, err := r.GC(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, agent := range []string{"a", "b", ""} {
+		u, err := repo.New(ms).DiskUsage(ctx, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := repo.New(&unscanned{Storage: ms}).DiskUsage(ctx, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(u, plain) {
+			t.Fatalf("agent %q: scanned %+v\nblock by block %+v", agent, u.Store, plain.Store)
+		}
+		if u.Store.LiveBlocks != gcKeeps.Kept || u.Store.Reclaimable != gcKeeps.Deleted || u.Store.Reclaimable != 1 {
+			t.Fatalf("agent %q: du %+v, gc keeps %d and would delete %d", agent, u.Store, gcKeeps.Kept, gcKeeps.Deleted)
+		}
+	}
+}
+
+// logCIDs is agent's history, newest first.
+func logCIDs(t *testing.T, r *repo.Repo, agent string) []objects.CID {
+	t.Helper()
+	ctx := context.Background()
+	h, err := r.Refs.Head(ctx, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []objects.CID
+	for c := h.Commit; !c.IsZero(); {
+		out = append(out, c)
+		cm, err := r.Commit(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cm.Parents) == 0 {
+			break
+		}
+		c = cm.Parents[0]
+	}
+	return out
+}
