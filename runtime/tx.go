@@ -357,11 +357,25 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 	if tx.writes == 0 {
 		return nil, nil
 	}
-	// The task's own bundle hash, computed before taking the agent's lock.
-	taskBundle, err := rt.repo.BundleHash(ctx, tx.lastTree)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: bundle hash of task %q: %w", tx.task.ID, err)
+	// The task's own bundle hash (its receipt's BundleAfter when the
+	// landing is not a merge) is computed on another core while the
+	// landing waits for the disk: with Options.Sync the HEAD move is an
+	// fsync'd write, and the hash, CPU only, need not wait for it nor it
+	// for the hash. Nothing is acknowledged before both are done.
+	bundle := make(chan bundleResult, 1)
+	go func() {
+		h, err := rt.repo.BundleHash(context.WithoutCancel(ctx), tx.lastTree)
+		bundle <- bundleResult{h, err}
+	}()
+	var taskBundle bundleResult
+	waited := false
+	wait := func() bundleResult {
+		if !waited {
+			taskBundle, waited = <-bundle, true
+		}
+		return taskBundle
 	}
+	defer wait() // never return with the hash still reading the store
 	st := rt.agent(tx.agent)
 	st.land.Lock()
 	defer st.land.Unlock()
@@ -388,9 +402,9 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 	// except a receipt that could not be kept.
 	lctx := context.WithoutCancel(ctx)
 	var after *objects.BundleHash // a merge's is computed by receipt
-	if !l.Merged {
-		after = &taskBundle
-	}
+	if b := wait(); !l.Merged && b.err == nil {
+		after = &b.h
+	} // else receipt computes it (and says why it could not)
 	rec, err := rt.receipt(lctx, tx.agent, tx.task, tx.start, l.From, l.Commit, tx.last, tx.writes, l.Entry.Time, after)
 	if err != nil {
 		return nil, fmt.Errorf("%w: task %q landed at %s: %w", ErrReceiptNotKept, tx.task.ID, l.Commit, err)
@@ -405,6 +419,11 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 		rt.queue.enqueue(tx.agent, l.Commit)
 	}
 	return rec, nil
+}
+
+type bundleResult struct {
+	h   objects.BundleHash
+	err error
 }
 
 // receipt builds and signs the receipt of a landing from HEAD from to
