@@ -5,9 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/export/snapshot"
 	"github.com/agentstate/agentstate/objects"
@@ -41,5 +44,133 @@ func TestWriteTarStreamsValues(t *testing.T) {
 	imp, err := snapshot.ReadTar(ctx, &buf, back, false)
 	if err != nil || imp.Tree != root {
 		t.Fatalf("round trip: %v, tree %v want %s", err, imp, root)
+	}
+}
+
+// gatedStore lets the first read of a value block return only once a second
+// one is under way (or five seconds passed), and counts the value reads in
+// progress.
+type gatedStore struct {
+	objects.BlockStore
+	mu       sync.Mutex
+	inflight int
+	peak     int
+	reads    int
+	failAt   int // the failAt-th value read fails (0: none)
+	second   chan struct{}
+	gated    bool
+	opened   bool
+}
+
+func (s *gatedStore) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	if c.Codec() != objects.CodecRaw {
+		return s.BlockStore.Get(ctx, c)
+	}
+	s.mu.Lock()
+	s.inflight++
+	s.reads++
+	n := s.reads
+	s.peak = max(s.peak, s.inflight)
+	gate := !s.gated
+	s.gated = true
+	if s.inflight == 2 && !s.opened {
+		s.opened = true
+		close(s.second)
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inflight--
+		s.mu.Unlock()
+	}()
+	if gate {
+		select {
+		case <-s.second:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if n == s.failAt {
+		return nil, &objects.NotFoundError{CID: c}
+	}
+	return s.BlockStore.Get(ctx, c)
+}
+
+func (s *gatedStore) now() (inflight, reads int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight, s.reads
+}
+
+func smallBrain(t *testing.T, n int) (objects.BlockStore, objects.CID, objects.BundleHash) {
+	t.Helper()
+	ctx := context.Background()
+	bs := memstore.New()
+	tr := objects.NewTree(bs)
+	for i := range n {
+		v, blocks := objects.NewFileValue(fmt.Appendf(nil, "value %d\n", i))
+		if err := bs.Put(ctx, blocks...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Put(ctx, fmt.Sprintf("notes/%03d.md", i), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := tr.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := objects.TreeBundleHash(ctx, bs, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bs, root, bundle
+}
+
+// WriteTar reads values ahead of the one it writes, more than one at a
+// time, and the tar is the same as one read a value at a time.
+func TestWriteTarReadsValuesAhead(t *testing.T) {
+	ctx := context.Background()
+	bs, root, bundle := smallBrain(t, 40)
+	var want bytes.Buffer
+	if _, err := snapshot.WriteTar(ctx, &want, bs, root, bundle, nil); err != nil {
+		t.Fatal(err)
+	}
+	gs := &gatedStore{BlockStore: bs, second: make(chan struct{})}
+	var got bytes.Buffer
+	if _, err := snapshot.WriteTar(ctx, &got, gs, root, bundle, nil); err != nil {
+		t.Fatal(err)
+	}
+	if gs.peak < 2 {
+		t.Fatalf("at most %d value read at a time, want values read ahead in parallel", gs.peak)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatal("the tar read ahead differs")
+	}
+	back := memstore.New()
+	if imp, err := snapshot.ReadTar(ctx, &got, back, false); err != nil || imp.Tree != root || imp.Files != 41 {
+		t.Fatalf("round trip: %+v, %v", imp, err)
+	}
+}
+
+// A value that cannot be read fails the tar at that file, and once WriteTar
+// has returned nothing reads the store any more.
+func TestWriteTarFailsAtTheValueItCannotRead(t *testing.T) {
+	ctx := context.Background()
+	bs, root, bundle := smallBrain(t, 40)
+	gs := &gatedStore{BlockStore: bs, second: make(chan struct{}), failAt: 5}
+	var buf bytes.Buffer
+	_, err := snapshot.WriteTar(ctx, &buf, gs, root, bundle, nil)
+	if !errors.Is(err, objects.ErrNotFound) {
+		t.Fatalf("err = %v, want the value's read error", err)
+	}
+	inflight, reads := gs.now()
+	if inflight != 0 {
+		t.Fatalf("%d value reads still under way after WriteTar returned", inflight)
+	}
+	if reads > 5+16 {
+		t.Fatalf("%d values read for a tar that failed at the fifth", reads)
+	}
+	if _, err := snapshot.ReadTar(ctx, &buf, memstore.New(), false); err == nil {
+		t.Fatal("the partial tar reads as a whole one")
 	}
 }

@@ -1,13 +1,14 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
+	goruntime "runtime"
+	"sync"
 
 	"github.com/agentstate/agentstate/export/tarball"
 	"github.com/agentstate/agentstate/objects"
@@ -35,44 +36,121 @@ func (l Lock) Encode() []byte {
 }
 
 func bytesFile(path string, data []byte) tarball.File {
-	return tarball.File{Path: path, Size: int64(len(data)), Open: func(context.Context) (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(data)), nil
+	return tarball.File{Path: path, Size: int64(len(data)), Data: data}
+}
+
+// Read-ahead of WriteTar: up to readAhead values past the one being
+// written are read (and checked) by fetchers goroutines at once, so reading
+// values, which is mostly hashing them, runs on every core while the tar is
+// written. Only values held in one block (at most objects.ChunkThreshold
+// bytes, as every store writes them) are read whole ahead; a chunked value
+// streams a chunk at a time, so memory stays bounded whatever a value's size.
+const readAhead = 8
+
+func fetchers() int { return min(max(goruntime.GOMAXPROCS(0), 2), 4) }
+
+// fetch is one tree entry's value, read ahead.
+type fetch struct {
+	key  string
+	v    objects.CID
+	file tarball.File
+	err  error
+	done chan struct{}
+}
+
+func (f *fetch) run(ctx context.Context, bs objects.BlockStore) {
+	defer close(f.done)
+	if f.v.Codec() == objects.CodecRaw {
+		// The store checks the block against its CID, the digest of the
+		// content the bundle hash commits to.
+		data, err := bs.Get(ctx, f.v)
+		if err != nil {
+			f.err = fmt.Errorf("snapshot: value of %q: %w", f.key, err)
+			return
+		}
+		f.file = tarball.File{Path: f.key, Size: int64(len(data)), Data: data}
+		return
+	}
+	// The content streams a chunk at a time (the tar writer reads past its
+	// end, where a chunked value's sha256 is checked).
+	rd, size, err := objects.OpenValue(ctx, bs, f.v)
+	if err != nil {
+		f.err = fmt.Errorf("snapshot: value of %q: %w", f.key, err)
+		return
+	}
+	f.file = tarball.File{Path: f.key, Size: int64(size), Open: func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(rd), nil
 	}}
 }
 
 // treeFiles yields a tree's entries as tar files, merged in bytewise order
-// with the extra (derived) files.
+// with the extra (derived) files, their values read ahead (see readAhead).
 func treeFiles(ctx context.Context, bs objects.BlockStore, tree objects.CID, extra []tarball.File) iter.Seq2[tarball.File, error] {
 	return func(yield func(tarball.File, error) bool) {
-		t, err := objects.LoadTree(ctx, bs, tree)
-		if err != nil {
-			yield(tarball.File{}, err)
-			return
-		}
-		for e, err := range t.Entries(ctx, "") {
+		ctx, cancel := context.WithCancel(ctx)
+		order := make(chan *fetch, readAhead)
+		work := make(chan *fetch, readAhead)
+		var wg sync.WaitGroup
+		defer func() {
+			cancel()
+			for range order { // let the lister end
+			}
+			wg.Wait() // nothing reads the store once the tar is written
+		}()
+		var listErr error // read once order is closed
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(order)
+			defer close(work)
+			t, err := objects.LoadTree(ctx, bs, tree)
 			if err != nil {
-				yield(tarball.File{}, err)
+				listErr = err
 				return
 			}
-			for len(extra) > 0 && extra[0].Path < e.Key {
+			for e, err := range t.Entries(ctx, "") {
+				if err != nil {
+					listErr = err
+					return
+				}
+				f := &fetch{key: e.Key, v: e.Value, done: make(chan struct{})}
+				select {
+				case order <- f:
+				case <-ctx.Done():
+					listErr = ctx.Err()
+					return
+				}
+				work <- f // never blocks long: work holds no more than order
+			}
+		}()
+		for range fetchers() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for f := range work {
+					f.run(ctx, bs)
+				}
+			}()
+		}
+		for f := range order {
+			<-f.done
+			if f.err != nil {
+				yield(tarball.File{}, f.err)
+				return
+			}
+			for len(extra) > 0 && extra[0].Path < f.key {
 				if !yield(extra[0], nil) {
 					return
 				}
 				extra = extra[1:]
 			}
-			// The content streams a chunk at a time (the tar writer reads
-			// past its end, where a chunked value's sha256 is checked).
-			rd, size, err := objects.OpenValue(ctx, bs, e.Value)
-			if err != nil {
-				yield(tarball.File{}, fmt.Errorf("snapshot: value of %q: %w", e.Key, err))
+			if !yield(f.file, nil) {
 				return
 			}
-			f := tarball.File{Path: e.Key, Size: int64(size), Open: func(context.Context) (io.ReadCloser, error) {
-				return io.NopCloser(rd), nil
-			}}
-			if !yield(f, nil) {
-				return
-			}
+		}
+		if listErr != nil {
+			yield(tarball.File{}, listErr)
+			return
 		}
 		for _, f := range extra {
 			if !yield(f, nil) {

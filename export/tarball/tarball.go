@@ -49,6 +49,10 @@ type File struct {
 	Size int64
 	// Open returns the file's content. Write closes it.
 	Open func(ctx context.Context) (io.ReadCloser, error)
+	// Data, if not nil, is the file's content, already in memory: Write
+	// writes it without copying it through its buffer, and Open is not
+	// called (nor needed).
+	Data []byte
 }
 
 // EntryType is a tar typeflag.

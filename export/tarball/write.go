@@ -109,8 +109,11 @@ func (pw *projWriter) check(f File) error {
 	if f.Size < 0 {
 		return fmt.Errorf("%w: negative size %d", ErrInvalidFile, f.Size)
 	}
-	if f.Open == nil {
+	if f.Open == nil && f.Data == nil {
 		return fmt.Errorf("%w: no Open function", ErrInvalidFile)
+	}
+	if f.Data != nil && int64(len(f.Data)) != f.Size {
+		return fmt.Errorf("%w: declared %d bytes, content has %d", ErrSizeMismatch, f.Size, len(f.Data))
 	}
 	// Drop earlier files that are not a prefix of this path: sorted order
 	// means no later path can start with them either.
@@ -144,6 +147,13 @@ func (pw *projWriter) writeFile(ctx context.Context, i int, f File) error {
 	pw.prev = f.Path
 	pw.files = append(pw.files, f.Path)
 
+	if f.Data != nil {
+		if err := pw.writeData(ctx, hdr, f.Data); err != nil {
+			return &EntryError{Index: i, Path: f.Path, Err: err}
+		}
+		pw.done(f)
+		return nil
+	}
 	rc, err := f.Open(ctx)
 	if err == nil && rc == nil {
 		err = errors.New("Open returned no reader")
@@ -158,10 +168,38 @@ func (pw *projWriter) writeFile(ctx context.Context, i int, f File) error {
 	if err != nil {
 		return &EntryError{Index: i, Path: f.Path, Err: err}
 	}
+	pw.done(f)
+	return nil
+}
+
+func (pw *projWriter) done(f File) {
 	pw.stats.Files++
 	pw.stats.ContentBytes += f.Size
 	if pw.opts.Progress != nil {
 		pw.opts.Progress(f.Path, f.Size)
+	}
+}
+
+// writeData writes a header and content held in memory. A content as long
+// as the buffer goes to w directly (the buffer flushed first), not copied
+// through the buffer.
+func (pw *projWriter) writeData(ctx context.Context, hdr, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("tarball: reading content: %w", err)
+	}
+	if _, err := pw.bw.Write(hdr); err != nil {
+		return fmt.Errorf("tarball: writing header: %w", err)
+	}
+	if len(data) >= pw.bw.Size() {
+		if err := pw.bw.Flush(); err != nil {
+			return fmt.Errorf("tarball: writing header: %w", err)
+		}
+	}
+	if _, err := pw.bw.Write(data); err != nil {
+		return fmt.Errorf("tarball: writing content: %w", err)
+	}
+	if _, err := pw.bw.Write(zeroBlock[:padding(int64(len(data)))]); err != nil {
+		return fmt.Errorf("tarball: writing content: %w", err)
 	}
 	return nil
 }

@@ -311,6 +311,8 @@ func TestWriteContentErrors(t *testing.T) {
 		{"long", File{Path: "f", Size: 3, Open: opener("12345")}, ErrSizeMismatch},
 		{"negative", File{Path: "f", Size: -1, Open: opener("")}, ErrInvalidFile},
 		{"no open", File{Path: "f", Size: 0}, ErrInvalidFile},
+		{"data short", File{Path: "f", Size: 10, Data: []byte("12345")}, ErrSizeMismatch},
+		{"data long", File{Path: "f", Size: 3, Data: []byte("12345")}, ErrSizeMismatch},
 		{"open returns nothing", File{Path: "f", Size: 1, Open: func(context.Context) (io.ReadCloser, error) { return nil, nil }}, nil},
 		{"open fails", File{Path: "f", Size: 1, Open: func(context.Context) (io.ReadCloser, error) { return nil, boom }}, boom},
 		{"read fails", File{Path: "f", Size: 1, Open: func(context.Context) (io.ReadCloser, error) {
@@ -449,5 +451,31 @@ func TestDirectoryOrder(t *testing.T) {
 	want := []string{"a-b/", "a-b/c", "a.txt", "a/", "a/b!", "a/b.d/", "a/b.d/e", "a/b/", "a/b/c", "a/b/c!/", "a/b/c!/d", "z"}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Fatalf("entries\n %q\nwant\n %q", names, want)
+	}
+}
+
+// Content held in memory (File.Data) writes the bytes Open would, whatever
+// its length next to the write buffer, and Open is not called.
+func TestWriteData(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), copyBufSize/16*3+7) // past the buffer, not a multiple of it
+	files := []kv{{"a.md", "short\n"}, {"b/big.bin", string(big)}, {"b/c.md", ""}, {"d.md", string(big[:copyBufSize])}}
+	want := mustWrite(t, files)
+	var buf bytes.Buffer
+	st, err := Write(context.Background(), &buf, func(yield func(File, error) bool) {
+		for _, f := range files {
+			open := func(context.Context) (io.ReadCloser, error) { t.Fatal("Open called for a file with Data"); return nil, nil }
+			if !yield(File{Path: f.path, Size: int64(len(f.content)), Data: []byte(f.content), Open: open}, nil) {
+				return
+			}
+		}
+	}, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatal("content from Data differs from the same content through Open")
+	}
+	if st.Files != 4 || st.ContentBytes != int64(len(big)+copyBufSize+6) || st.TarBytes != int64(len(want)) {
+		t.Fatalf("stats %+v", st)
 	}
 }

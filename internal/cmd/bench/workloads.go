@@ -618,6 +618,7 @@ func w8Export(ctx context.Context, cfg *config, m *machineFigures) ([]row, error
 			ratio: ratio(float64(a), float64(g)), target: ">= 500 MB/s", verdict: verdictMin(mbs(total, a), 500),
 			note: fmt.Sprintf("git archive --format=tar -o FILE HEAD; ratio is time. Machine: sha256 %.0f MB/s, write+fsync %.0f MB/s. Import of the same brain: agentstate commit %s, git add (core.compression=1) + commit %s",
 				m.sha256MBs, m.diskWriteMBs, fmtDur(imp), fmtDur(gimp))},
-		{id: "8l", name: "  library WriteTar to io.Discard", as: fmt.Sprintf("%.0f MB/s", mbs(total, l)), target: ">= 500 MB/s", verdict: verdictMin(mbs(total, l), 500)},
+		{id: "8l", name: "  library WriteTar to io.Discard", as: fmt.Sprintf("%.0f MB/s", mbs(total, l)), target: ">= 1000 MB/s", verdict: verdictMin(mbs(total, l), 1000),
+			note: fmt.Sprintf("the bundle hash and the tar, values read ahead on every core; machine sha256 %.0f MB/s (one core)", m.sha256MBs)},
 	}, nil
 }
