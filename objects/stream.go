@@ -43,7 +43,13 @@ func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool) (C
 	if err != nil {
 		return CID{}, 0, err
 	}
-	w := &valueWriter{ctx: ctx, bs: bs, h: sha256.New()}
+	// The content's sha256 is computed beside the chunks' (their CIDs), on
+	// another core: each range of the window is handed to it as it is read,
+	// and the window's bytes are not moved until it is done with them.
+	whole := startHasher()
+	defer whole.stop()
+	whole.add(buf)
+	w := &valueWriter{ctx: ctx, bs: bs, whole: whole}
 	// A database is cut at its pages when its whole length turns out a whole
 	// number of pages (SQLitePageSize); that is known only at the end, so the
 	// pages are cut as they come and, should the length not fit, read back
@@ -57,8 +63,10 @@ func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool) (C
 	for {
 		// Top the window up to a whole chunk's worth past the cut point.
 		if !eof && len(buf)-off < cdcMax {
+			whole.wait()
 			buf = buf[:copy(buf, buf[off:])]
 			off = 0
+			from := len(buf)
 			for !eof && len(buf) < readWindow {
 				m, err := r.Read(buf[len(buf):readWindow])
 				buf = buf[:len(buf)+m]
@@ -68,6 +76,7 @@ func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool) (C
 					return CID{}, 0, err
 				}
 			}
+			whole.add(buf[from:])
 		}
 		rest := buf[off:]
 		if len(rest) == 0 {
@@ -96,6 +105,56 @@ func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool) (C
 	}
 	c, err := w.finish()
 	return c, w.size, err
+}
+
+// hasher computes a sha256 in a goroutine of its own, over byte ranges
+// given in order (add); a range must not change until wait (or sum) has
+// returned. stop ends the goroutine.
+type hasher struct {
+	h       hash.Hash
+	work    chan []byte
+	done    chan struct{}
+	pending bool
+}
+
+func startHasher() *hasher {
+	hs := &hasher{h: sha256.New(), work: make(chan []byte), done: make(chan struct{})}
+	go func() {
+		for b := range hs.work {
+			hs.h.Write(b)
+			hs.done <- struct{}{}
+		}
+	}()
+	return hs
+}
+
+// add hands b to the goroutine after the range before it is hashed.
+func (hs *hasher) add(b []byte) {
+	hs.wait()
+	hs.work <- b
+	hs.pending = true
+}
+
+// wait returns once every range added is hashed.
+func (hs *hasher) wait() {
+	if hs.pending {
+		<-hs.done
+		hs.pending = false
+	}
+}
+
+// sum is the sha256 of every range added.
+func (hs *hasher) sum() []byte {
+	hs.wait()
+	return hs.h.Sum(nil)
+}
+
+func (hs *hasher) stop() {
+	if hs.work != nil {
+		hs.wait()
+		close(hs.work)
+		hs.work = nil
+	}
 }
 
 // cdcCut returns the end of the first content-defined chunk of b, where b
@@ -130,7 +189,7 @@ func cidsOf(ls []chunkLink) []CID {
 type valueWriter struct {
 	ctx    context.Context
 	bs     BlockStore
-	h      hash.Hash
+	whole  *hasher // the whole content's sha256
 	size   uint64
 	levels []*linkLevel
 	batch  []Block
@@ -143,7 +202,6 @@ type linkLevel struct {
 }
 
 func (w *valueWriter) chunk(b []byte) error {
-	w.h.Write(b)
 	w.size += uint64(len(b))
 	blk := NewValue(b)
 	if s, ok := w.bs.(skipStored); ok {
@@ -243,7 +301,7 @@ func (w *valueWriter) finish() (CID, error) {
 	if err != nil {
 		return CID{}, err
 	}
-	data := encodeChunkNode(top, w.h.Sum(nil))
+	data := encodeChunkNode(top, w.whole.sum())
 	root := Block{CID: Sum(CodecDagCBOR, data), Data: data}
 	return root.CID, w.bs.Put(w.ctx, root)
 }
