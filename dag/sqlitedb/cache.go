@@ -3,6 +3,9 @@ package sqlitedb
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/objects"
 )
@@ -61,6 +64,69 @@ func (p *Pages) chunkNode(ctx context.Context, c objects.CID, depth int) (*chunk
 		p.shared.KeepDecoded(c, n, int64(64+len(cn.Chunks)*48))
 	}
 	return n, nil
+}
+
+// chunkNodes decodes the list nodes among links (at depth under the file
+// node), nil for a raw chunk: those the shared cache does not hold are read
+// from the store at most GOMAXPROCS at a time, since a node's children are
+// all needed at once (to number the pages under it). The first error, in
+// link order, is returned.
+func (p *Pages) chunkNodes(ctx context.Context, links []objects.CID, depth int) ([]*chunkNode, error) {
+	out := make([]*chunkNode, len(links))
+	var todo []int
+	for i, c := range links {
+		if c.Codec() == objects.CodecRaw {
+			continue
+		}
+		if p.shared != nil {
+			if v, ok := p.shared.Decoded(c); ok {
+				if n, ok := v.(*chunkNode); ok && n.depth == depth {
+					out[i] = n
+					continue
+				}
+			}
+		}
+		todo = append(todo, i)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(links))
+	workers := min(len(todo), runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for _, i := range todo {
+			if out[i], errs[i] = p.chunkNode(ctx, links[i], depth); errs[i] != nil {
+				return nil, errs[i]
+			}
+		}
+		return out, nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(todo) || ctx.Err() != nil {
+					return
+				}
+				i := todo[k]
+				out[i], errs[i] = p.chunkNode(ctx, links[i], depth)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, i := range todo {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // chunk returns raw chunk c's bytes from the shared cache or the store

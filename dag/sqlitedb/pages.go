@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sort"
 	"sync"
 
 	"github.com/agentstate/agentstate/objects"
@@ -300,25 +299,17 @@ func (p *Pages) scheduleAhead(ctx context.Context, idx int64) {
 			return // the read of page j itself will say why
 		}
 		p.ahead = j
-		if _, ok := p.cache[c]; ok {
-			continue
-		}
-		if _, ok := p.pending[c]; ok {
-			continue
-		}
-		f := &fetch{done: make(chan struct{})}
-		p.pending[c] = f
-		p.wg.Add(1)
-		go p.fetchAhead(c, f)
+		p.fetch(c, false)
 	}
 }
 
-// fetchAhead reads one chunk ahead of the scan into the cache.
-func (p *Pages) fetchAhead(c objects.CID, f *fetch) {
+// fetchAhead reads one chunk ahead of its read into the cache (keep: and
+// into the shared one, see chunk).
+func (p *Pages) fetchAhead(c objects.CID, f *fetch, keep bool) {
 	defer p.wg.Done()
 	select {
 	case p.sem <- struct{}{}:
-		f.data, f.err = p.chunk(p.stop, c, false)
+		f.data, f.err = p.chunk(p.stop, c, keep)
 		<-p.sem
 	case <-p.stop.Done():
 		f.err = p.stop.Err()
@@ -362,9 +353,9 @@ func (p *Pages) locate(ctx context.Context, idx int64) (objects.CID, error) {
 		if err := p.resolve(ctx, n, depth); err != nil {
 			return objects.CID{}, err
 		}
-		i := sort.Search(len(n.starts), func(i int) bool { return n.starts[i] > idx }) - 1
+		i := searchStarts(n.starts, idx)
 		c := n.links[i]
-		if c.Codec() == objects.CodecRaw {
+		if n.kids[i] == nil { // a raw chunk
 			return c, nil
 		}
 		idx -= n.starts[i]
@@ -380,19 +371,17 @@ func (p *Pages) resolve(ctx context.Context, n *indexNode, depth int) error {
 	}
 	starts := make([]int64, len(n.links))
 	kids := make([]*indexNode, len(n.links))
+	nodes, err := p.chunkNodes(ctx, n.links, depth+1)
+	if err != nil {
+		return err
+	}
 	var at int64
 	for i, c := range n.links {
 		starts[i] = at
-		if c.Codec() == objects.CodecRaw {
+		cn := nodes[i]
+		if cn == nil {
 			at++
 			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		cn, err := p.chunkNode(ctx, c, depth+1)
-		if err != nil {
-			return err
 		}
 		if cn.size%uint64(p.pageSize) != 0 {
 			return fmt.Errorf("%w: value %s: chunk list %s covers %d bytes, not a whole number of %d-byte pages", ErrCorrupt, p.value, c, cn.size, p.pageSize)

@@ -7,11 +7,14 @@
 // The cost is in proportion to what changed. Two versions of a chunked
 // SQLite value share the chunk of every page they have in common
 // (docs/format.md §8), so the pages that differ are found by comparing
-// chunk CIDs alone. Each b-tree's interior pages are walked (their parse
-// is cached by chunk CID, so a page both versions share is read once) to
-// learn which b-tree owns which leaf, without reading the leaves; then only
-// the changed table leaf pages are read for their rowids, and only the
-// rows with those rowids are read, through SQLite, in both versions. A
+// the two chunk trees, passing over the list nodes they share
+// (sqlitedb.ChangedPages), without reading a page. The changed pages are
+// then fetched on every core while each b-tree's interior pages are walked
+// (their parse is cached by chunk CID, so a page both versions share is
+// read once) to learn which b-tree owns which leaf, without reading the
+// leaves; then only the changed table leaf pages are read for their
+// rowids, and only the rows with those rowids are read, through SQLite, in
+// both versions, by lookups that read no leaf besides the changed ones. A
 // WITHOUT ROWID table, a non-FTS5 virtual table, a table whose schema
 // changed, and every table when a changed page cannot be accounted for (an
 // overflow page rewritten in place under an unchanged leaf), or when the
@@ -137,12 +140,13 @@ type side struct {
 	usable int
 	chunks bool
 	objs   map[string]object
-	kinds  map[string]string // table_list type: table, virtual, shadow, view
-	wr     map[string]bool   // WITHOUT ROWID
-	owner  map[int64]string  // b-tree page -> the table or index it belongs to
-	leaves map[string][]int64
-	leafOf map[int64]bool
-	over   map[int64]string // overflow page -> b-tree
+	kinds  map[string]string    // table_list type: table, virtual, shadow, view
+	wr     map[string]bool      // WITHOUT ROWID
+	owner  map[int64]string     // interior and changed b-tree pages -> the table or index they belong to
+	leaves map[string][]leafRef // each b-tree's leaves, in b-tree order
+	trees  []pageRef            // every b-tree page, by page number (leafOf)
+	names  []string             // the b-trees, as pageRef numbers them
+	over   map[int64]string     // overflow page -> b-tree
 	free   map[int64]bool
 	ptrmap map[int64]bool
 }
@@ -198,15 +202,20 @@ func Compute(ctx context.Context, old, new *sqlitedb.DB, o Options) (*Diff, erro
 			d.Whole = fmt.Sprintf("the page size changed from %d to %d bytes", a.pages.PageSize(), b.pages.PageSize())
 		} else {
 			var err error
-			if changed, err = changedPages(ctx, a.pages, b.pages); err != nil {
+			if changed, err = sqlitedb.ChangedPages(ctx, a.pages, b.pages); err != nil {
 				return nil, err
 			}
 			d.ChangedPages = int64(len(changed))
 			for _, n := range changed {
 				changedSet[n] = true
 			}
+			// The changed pages are read next (their b-trees', their cells'
+			// overflow chains): fetched while the b-trees are walked.
 			for _, s := range sides {
-				if err := s.mapPages(ctx, cache); err != nil {
+				s.pages.Prefetch(ctx, changed)
+			}
+			for i, s := range sides {
+				if err := s.mapPages(ctx, cache, changedSet, sides[1-i]); err != nil {
 					return nil, err
 				}
 			}
@@ -421,49 +430,6 @@ func cellEqual(x, y Cell) bool {
 	return true
 }
 
-// changedPages lists the pages that differ between a and b (of one page
-// size), by chunk CID where both are chunked, by content otherwise.
-func changedPages(ctx context.Context, a, b *sqlitedb.Pages) ([]int64, error) {
-	na, nb := a.PageCount(), b.PageCount()
-	var out []int64
-	_, errA := a.PageCID(ctx, 1)
-	_, errB := b.PageCID(ctx, 1)
-	byCID := errA == nil && errB == nil
-	for n := int64(1); n <= max(na, nb); n++ {
-		if n > na || n > nb {
-			out = append(out, n)
-			continue
-		}
-		if byCID {
-			x, err := a.PageCID(ctx, n)
-			if err != nil {
-				return nil, err
-			}
-			y, err := b.PageCID(ctx, n)
-			if err != nil {
-				return nil, err
-			}
-			if x != y {
-				out = append(out, n)
-			}
-			continue
-		}
-		x, err := a.Page(ctx, n)
-		if err != nil {
-			return nil, err
-		}
-		x = slices.Clone(x)
-		y, err := b.Page(ctx, n)
-		if err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(x, y) {
-			out = append(out, n)
-		}
-	}
-	return out, nil
-}
-
 // parse reads page n as a b-tree page, through cache by chunk CID.
 func (s *side) parse(ctx context.Context, cache map[objects.CID]*page, n int64) (*page, error) {
 	if n < 1 || n > s.pages.PageCount() {
@@ -494,12 +460,37 @@ func (s *side) parse(ctx context.Context, cache map[objects.CID]*page, n int64) 
 	return p, nil
 }
 
-// mapPages walks the interior pages of every b-tree, recording the owner of
-// each interior and leaf page (leaves are not read: every leaf of a b-tree
-// is at one depth, so the first child read at a level says whether the
-// whole level is leaves), and reads the freelist and pointer-map pages.
-func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page) error {
-	s.owner, s.leaves, s.leafOf = map[int64]string{}, map[string][]int64{}, map[int64]bool{}
+// leafRef is a b-tree leaf: its page, and whether its path from the root
+// is the same in the other version (the same root page number and the
+// same interior pages on the way): then, unless the leaf itself changed,
+// it is the same leaf of the same b-tree in both versions.
+type leafRef struct {
+	n     int64
+	clean bool
+}
+
+// pageRef is a b-tree page and its b-tree (an index into side.names;
+// leaf: a leaf's).
+type pageRef struct {
+	n    int64
+	tree int32
+	leaf bool
+}
+
+// leafOf reports whether page n is a leaf of b-tree tree.
+func (s *side) leafOf(tree string, n int64) bool {
+	i, ok := slices.BinarySearchFunc(s.trees, n, func(r pageRef, n int64) int { return cmpInt(r.n, n) })
+	return ok && s.trees[i].leaf && s.names[s.trees[i].tree] == tree
+}
+
+// mapPages walks the interior pages of every b-tree, recording the b-tree
+// of each interior and leaf page (leaves are not read: every leaf of a
+// b-tree is at one depth, so the first child read at a level says whether
+// the whole level is leaves), and reads the freelist and pointer-map
+// pages. A page reached twice (in two b-trees, or twice in one) is
+// refused as corrupt.
+func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, changed map[int64]bool, other *side) error {
+	s.owner, s.leaves, s.trees = map[int64]string{}, map[string][]leafRef{}, nil
 	s.over, s.free, s.ptrmap = map[int64]string{}, map[int64]bool{}, map[int64]bool{}
 	roots := []object{{Name: "sqlite_schema", Root: 1}}
 	for _, o := range s.objs {
@@ -508,35 +499,49 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page) error 
 		}
 	}
 	sortObjs(roots)
+	s.names = make([]string, len(roots))
 	total := s.pages.PageCount()
-	for _, o := range roots {
-		level := []int64{o.Root}
+	type at struct {
+		n     int64
+		clean bool
+	}
+	for ti, o := range roots {
+		s.names[ti] = o.Name
+		same := other.objs[o.Name].Root == o.Root || o.Name == "sqlite_schema"
+		level := []at{{o.Root, same}}
 		isLeaf := false
 		for depth := 0; len(level) > 0; depth++ {
 			if depth > 64 {
 				return corruptf("b-tree %q is deeper than 64 levels", o.Name)
 			}
 			if depth == 0 || !isLeaf {
-				p, err := s.parse(ctx, cache, level[0])
+				if level[0].n < 1 || level[0].n > total {
+					return corruptf("b-tree %q names page %d of a %d-page database", o.Name, level[0].n, total)
+				}
+				p, err := s.parse(ctx, cache, level[0].n)
 				if err != nil {
 					return err
 				}
 				isLeaf = p.typ == leafTable || p.typ == leafIndex
 			}
-			var next []int64
-			for _, n := range level {
+			var next []at
+			for _, l := range level {
+				n := l.n
 				if n < 1 || n > total {
 					return corruptf("b-tree %q names page %d of a %d-page database", o.Name, n, total)
 				}
-				if prev, ok := s.owner[n]; ok {
+				s.trees = append(s.trees, pageRef{n, int32(ti), isLeaf})
+				if isLeaf {
+					s.leaves[o.Name] = append(s.leaves[o.Name], leafRef{n, l.clean})
+					if changed[n] {
+						s.owner[n] = o.Name
+					}
+					continue
+				}
+				if prev, ok := s.owner[n]; ok { // an interior page twice: the walk would not end
 					return corruptf("page %d is in b-tree %q and %q", n, prev, o.Name)
 				}
 				s.owner[n] = o.Name
-				if isLeaf {
-					s.leaves[o.Name] = append(s.leaves[o.Name], n)
-					s.leafOf[n] = true
-					continue
-				}
 				p, err := s.parse(ctx, cache, n)
 				if err != nil {
 					return err
@@ -544,14 +549,21 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page) error 
 				if p.typ == leafTable || p.typ == leafIndex {
 					return corruptf("b-tree %q has leaves at two depths (page %d)", o.Name, n)
 				}
+				clean := l.clean && !changed[n]
 				for _, c := range p.children {
-					next = append(next, int64(c))
+					next = append(next, at{int64(c), clean})
 				}
 			}
 			if isLeaf {
 				break
 			}
 			level = next
+		}
+	}
+	slices.SortFunc(s.trees, func(x, y pageRef) int { return cmpInt(x.n, y.n) })
+	for i := 1; i < len(s.trees); i++ {
+		if x, y := s.trees[i-1], s.trees[i]; x.n == y.n {
+			return corruptf("page %d is in b-tree %q and %q", x.n, s.names[x.tree], s.names[y.tree])
 		}
 	}
 	h := s.pages.Header()

@@ -1,6 +1,7 @@
 package rowdiff_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -70,15 +72,31 @@ func changed(t testing.TB, file, sql string) string {
 	return out
 }
 
-// countingStore counts the blocks read.
+// countingStore counts the blocks read, and keeps which.
 type countingStore struct {
 	*memstore.Store
 	gets atomic.Int64
+	mu   sync.Mutex
+	read map[objects.CID]bool
 }
 
 func (c *countingStore) Get(ctx context.Context, id objects.CID) ([]byte, error) {
 	c.gets.Add(1)
+	c.mu.Lock()
+	if c.read == nil {
+		c.read = map[objects.CID]bool{}
+	}
+	c.read[id] = true
+	c.mu.Unlock()
 	return c.Store.Get(ctx, id)
+}
+
+// reset forgets the blocks read so far.
+func (c *countingStore) reset() {
+	c.gets.Store(0)
+	c.mu.Lock()
+	c.read = nil
+	c.mu.Unlock()
 }
 
 func openFile(t testing.TB, bs *countingStore, file string) *sqlitedb.DB {
@@ -107,7 +125,7 @@ func diff(t testing.TB, oldFile, newFile string) (*rowdiff.Diff, *countingStore)
 		a = openFile(t, bs, oldFile)
 	}
 	b := openFile(t, bs, newFile)
-	bs.gets.Store(0)
+	bs.reset()
 	d, err := rowdiff.Compute(context.Background(), a, b, rowdiff.Options{SQL: true})
 	if err != nil {
 		t.Fatalf("Compute: %v", err)
@@ -207,6 +225,59 @@ DELETE FROM notes WHERE title = 'gas';`)
 		t.Fatalf("read %d blocks of two databases of %d pages in all", bs.gets.Load(), total)
 	}
 	checkSQL(t, d, old, nw)
+}
+
+// TestDiffReadsOnlyChangedLeaves: of a table's leaves, a diff reads those
+// whose page changed and no other, not even the leaf after a changed one
+// (where a range scan over a changed leaf's rows would step to end).
+func TestDiffReadsOnlyChangedLeaves(t *testing.T) {
+	old := baseDB(t, 12000) // over objects.ChunkThreshold: a page a chunk
+	nw := changed(t, old, `UPDATE messages SET body = 'edited' WHERE id IN (700, 5500, 9200);`)
+	d, bs := diff(t, old, nw)
+	if m := table(d, "messages"); m == nil || m.Updated != 3 || len(m.Rows) != 3 || m.Whole {
+		js, _ := json.Marshal(d)
+		t.Fatalf("messages: %s", js)
+	}
+	a, b := mustRead(t, old), mustRead(t, nw)
+	if len(a) != len(b) {
+		t.Fatalf("the update changed the file's length")
+	}
+	// The table's leaves but its first (read to learn the b-tree's depth).
+	var leaves []int
+	for i, f := range strings.Fields(run(t, "sqlite3", old, `SELECT pageno FROM dbstat WHERE name = 'messages' AND pagetype = 'leaf' ORDER BY path`)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			leaves = append(leaves, n)
+		}
+	}
+	const ps = 4096
+	unchanged, changedLeaves := 0, 0
+	for _, n := range leaves {
+		pa, pb := a[(n-1)*ps:n*ps], b[(n-1)*ps:n*ps]
+		if !bytes.Equal(pa, pb) {
+			changedLeaves++
+			continue
+		}
+		unchanged++
+		if bs.read[objects.NewValue(pa).CID] {
+			t.Errorf("the diff read page %d, a leaf of the table the same in both versions", n)
+		}
+	}
+	if unchanged < 300 || changedLeaves != 3 {
+		t.Fatalf("%d unchanged and %d changed leaves: the test needs more", unchanged, changedLeaves)
+	}
+}
+
+func mustRead(t testing.TB, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestSchemaChanges(t *testing.T) {

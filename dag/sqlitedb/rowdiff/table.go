@@ -147,6 +147,20 @@ func (s *side) read(ctx context.Context, name string, t tinfo, where string, arg
 	return nil
 }
 
+// readRange reads the rows of a rowid table with rowids from lo to hi, a
+// changed leaf's range. A range scan ends by stepping to the row after its
+// last, and the row after a leaf's last is on the next leaf, a page the
+// diff has no other reason to read: so the rows below hi are scanned and
+// hi itself is looked up.
+func (s *side) readRange(ctx context.Context, name string, t tinfo, lo, hi int64, keep func([]Cell) bool, out map[string]row) error {
+	if lo < hi {
+		if err := s.read(ctx, name, t, "rowid BETWEEN ? AND ?", []Cell{{Kind: sqlitedb.Integer, Int: lo}, {Kind: sqlitedb.Integer, Int: hi - 1}}, keep, out); err != nil {
+			return err
+		}
+	}
+	return s.read(ctx, name, t, "rowid = ?", []Cell{{Kind: sqlitedb.Integer, Int: hi}}, keep, out)
+}
+
 func keyString(k []Cell) string {
 	var b []byte
 	for _, c := range k {
@@ -238,9 +252,10 @@ func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]
 		if i == 1 {
 			other = a
 		}
-		for _, n := range s.leaves[tree] {
-			if !changed[n] && other.leafOf[n] && other.owner[n] == tree {
-				continue
+		for _, l := range s.leaves[tree] {
+			n := l.n
+			if !changed[n] && (l.clean || other.leafOf(tree, n)) {
+				continue // the same leaf of tree in both versions
 			}
 			p, err := s.parse(ctx, cache, n) // parsed already when its overflow was followed
 			if err != nil {
@@ -392,7 +407,7 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 			continue
 		}
 		for _, r := range merged {
-			if err := s.read(ctx, name, ti, "rowid BETWEEN ? AND ?", []Cell{{Kind: sqlitedb.Integer, Int: r[0]}, {Kind: sqlitedb.Integer, Int: r[1]}}, keep, out); err != nil {
+			if err := s.readRange(ctx, name, ti, r[0], r[1], keep, out); err != nil {
 				return nil, err
 			}
 		}

@@ -1,0 +1,171 @@
+package sqlitedb_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/sqlitedb"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/objects/memstore"
+)
+
+// pagesDiffer is ChangedPages the slow way: every page's bytes compared.
+func pagesDiffer(a, b []byte, ps int) []int64 {
+	var out []int64
+	for off := 0; off < max(len(a), len(b)); off += ps {
+		if off+ps > len(a) || off+ps > len(b) || !bytes.Equal(a[off:off+ps], b[off:off+ps]) {
+			out = append(out, int64(off/ps)+1)
+		}
+	}
+	return out
+}
+
+// ChangedPages finds exactly the pages whose bytes differ: scattered
+// updates, pages added at the end, a shorter version, values held whole.
+func TestChangedPages(t *testing.T) {
+	ctx := context.Background()
+	file := memoryDB(t, 12000)
+	v0, _ := os.ReadFile(file)
+	sqlite3(t, file, `UPDATE messages SET body = 'edited ' || id WHERE id IN (3, 2500, 2501, 7000, 11999);`)
+	v1, _ := os.ReadFile(file)
+	sqlite3(t, file, `INSERT INTO messages(role, body) SELECT 'user', hex(randomblob(300)) FROM messages LIMIT 400;`)
+	v2, _ := os.ReadFile(file)
+	small := memoryDB(t, 50)
+	s0, _ := os.ReadFile(small)
+	sqlite3(t, small, `UPDATE messages SET body = 'x' WHERE id = 7;`)
+	s1, _ := os.ReadFile(small)
+	for _, c := range []struct {
+		name string
+		a, b []byte
+	}{
+		{"scattered updates", v0, v1},
+		{"the same", v1, v1},
+		{"pages added", v1, v2},
+		{"pages removed", v2, v0},
+		{"held whole", s0, s1},
+		{"whole and chunked", s0, v0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ms := memstore.New()
+			va, ba := objects.NewFileValue(c.a)
+			vb, bb := objects.NewFileValue(c.b)
+			if err := ms.Put(ctx, append(ba, bb...)...); err != nil {
+				t.Fatal(err)
+			}
+			pa, err := sqlitedb.OpenPages(ctx, ms, va)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pa.Close()
+			pb, err := sqlitedb.OpenPages(ctx, ms, vb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pb.Close()
+			got, err := sqlitedb.ChangedPages(ctx, pa, pb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := pagesDiffer(c.a, c.b, 4096); !slices.Equal(got, want) {
+				t.Fatalf("changed pages %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// ChangedPages passes over the chunk list nodes two versions share: a
+// change in two spots of a large database (a row, and the header's
+// counters) reads the list nodes on those spots' paths and their
+// siblings', not every list node of the two values. (The database is
+// built without random content, so its chunking is the same every run.)
+func TestChangedPagesSkipsSharedNodes(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "memory.db")
+	sqlite3(t, file, `PRAGMA page_size=4096;
+CREATE TABLE messages(id INTEGER PRIMARY KEY, body TEXT);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<500000)
+INSERT INTO messages SELECT x, printf('message %d %.60d', x, x*x) FROM c;`)
+	a, _ := os.ReadFile(file)
+	sqlite3(t, file, `UPDATE messages SET body = 'edited' WHERE id = 250000;`)
+	b, _ := os.ReadFile(file)
+	ms := memstore.New()
+	va, ba := objects.NewFileValue(a)
+	vb, bb := objects.NewFileValue(b)
+	if err := ms.Put(ctx, append(ba, bb...)...); err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[objects.CID]bool{}
+	for _, blk := range append(ba, bb...) {
+		if blk.CID.Codec() != objects.CodecRaw {
+			nodes[blk.CID] = true
+		}
+	}
+	count := &countingStore{BlockStore: ms, gets: map[objects.CID]int{}}
+	bs := dag.WithCommitCache(count, 16) // the two versions share what they decode
+	pa, err := sqlitedb.OpenPages(ctx, bs, va)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pa.Close()
+	pb, err := sqlitedb.OpenPages(ctx, bs, vb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pb.Close()
+	count.reads()
+	got, err := sqlitedb.ChangedPages(ctx, pa, pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := pagesDiffer(a, b, 4096); !slices.Equal(got, want) || len(want) != 2 {
+		t.Fatalf("changed pages %v, want %v", got, want)
+	}
+	if r := count.reads(); r > len(nodes)/3 {
+		t.Fatalf("finding %d changed pages read %d blocks; the two values have %d list nodes", len(got), r, len(nodes))
+	} else {
+		t.Logf("finding %d changed pages read %d blocks; the two values have %d list nodes", len(got), r, len(nodes))
+	}
+}
+
+// Prefetch reads the pages asked for ahead of their reads, each once: the
+// reads after it reach the store for none of them.
+func TestPrefetch(t *testing.T) {
+	ctx := context.Background()
+	content, _ := os.ReadFile(memoryDB(t, 12000))
+	ms := memstore.New()
+	v, blocks := objects.NewFileValue(content)
+	if err := ms.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	count := &countingStore{BlockStore: ms, gets: map[objects.CID]int{}}
+	p, err := sqlitedb.OpenPages(ctx, count, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	want := []int64{7, 90, 91, 200, 333, p.PageCount()}
+	for _, n := range want {
+		if _, err := p.PageCID(ctx, n); err != nil { // the list nodes on their paths
+			t.Fatal(err)
+		}
+	}
+	count.reads()
+	p.Prefetch(ctx, append(want, 0, -1, p.PageCount()+1)) // out of range: passed over
+	for _, n := range want {
+		got, err := p.Page(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, content[(n-1)*4096:n*4096]) {
+			t.Fatalf("page %d is not the file's", n)
+		}
+	}
+	if r := count.reads(); r != len(want) {
+		t.Fatalf("prefetching and reading %d pages read %d blocks", len(want), r)
+	}
+}
