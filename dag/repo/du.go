@@ -3,7 +3,10 @@ package repo
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
@@ -117,24 +120,10 @@ func (w *usageWalk) history(ctx context.Context, u Usage, agent string) (Usage, 
 	// A key's versions are the distinct values it has in the history's
 	// trees: the entries of every tree node the walk meets, each node once
 	// (a node met again holds entries already counted).
-	type keyAcc struct {
-		KeyUsage
-		seen []blockID
-	}
-	keys := map[string]*keyAcc{}
-	w.entry = func(key string, v objects.CID, size int64) {
-		ka := keys[key]
-		if ka == nil {
-			ka = &keyAcc{KeyUsage: KeyUsage{Key: key}}
-			keys[key] = ka
-		}
-		id := idOf(v)
-		if slices.Contains(ka.seen, id) {
-			return
-		}
-		ka.seen = append(ka.seen, id)
-		ka.Versions++
-		ka.Bytes += size
+	keys := &keyTable{at: map[string]int32{}}
+	w.keys = keys
+	if w.view != nil {
+		w.decodeNodes(ctx)
 	}
 	// Oldest first: what each commit added that no older one had.
 	for i := len(history) - 1; i >= 0; i-- {
@@ -155,22 +144,11 @@ func (w *usageWalk) history(ctx context.Context, u Usage, agent string) (Usage, 
 	if err != nil {
 		return u, err
 	}
-	headTree, err := objects.LoadTree(ctx, w.bs, hc.Tree)
-	if err != nil {
+	if err := w.current(ctx, hc.Tree, 0); err != nil {
 		return u, err
 	}
-	for e, err := range headTree.Entries(ctx, "") {
-		if err != nil {
-			return u, err
-		}
-		if ka := keys[e.Key]; ka != nil {
-			if ka.Current, err = w.valueSize(ctx, e.Value); err != nil {
-				return u, err
-			}
-		}
-	}
-	u.Keys = make([]KeyUsage, 0, len(keys))
-	for _, ka := range keys {
+	u.Keys = make([]KeyUsage, 0, len(keys.accs))
+	for _, ka := range keys.accs {
 		u.Keys = append(u.Keys, ka.KeyUsage)
 	}
 	slices.SortFunc(u.Keys, func(a, b KeyUsage) int {
@@ -205,11 +183,13 @@ type blockUsage struct {
 // and the history's tree nodes and values walked so far.
 type usageWalk struct {
 	r      *Repo
-	bs     objects.BlockStore                          // r.Blocks, or view
-	view   *scanned                                    // the store read in one pass, when it could be
-	walked []int64                                     // with view: by the scan's index, the walked bytes + 1 (0: not walked)
-	blocks map[blockID]blockUsage                      // blocks the scan did not see (all, without view)
-	entry  func(key string, v objects.CID, size int64) // each entry of each node walked, once
+	bs     objects.BlockStore     // r.Blocks, or view
+	view   *scanned               // the store read in one pass, when it could be
+	walked []int64                // with view: by the scan's index, the walked bytes + 1 (0: not walked)
+	blocks map[blockID]blockUsage // blocks the scan did not see (all, without view)
+	keys   *keyTable              // each entry of each node walked, once (the history)
+	nodes  []*scanNode            // with view: by the scan's index, its tree nodes decoded (decodeNodes)
+	others map[blockID]uint32     // values the scan did not see: their numbers in keys, after the scan's
 }
 
 // store counts every stored block, live or reclaimable, noting the size of
@@ -315,6 +295,9 @@ func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, 
 	if ok && b.walked >= 0 {
 		return b.walked, 0, nil // a node walked is a whole subtree walked
 	}
+	if at >= 0 && w.nodes != nil && w.nodes[at] != nil {
+		return w.treeAt(ctx, uint32(at), depth)
+	}
 	if depth >= objects.MaxTreeDepth {
 		return 0, 0, &objects.TreeError{Node: t, Reason: fmt.Sprintf("is below a path deeper than %d nodes", objects.MaxTreeDepth)}
 	}
@@ -340,8 +323,8 @@ func (w *usageWalk) tree(ctx context.Context, t objects.CID, depth int) (total, 
 			return 0, 0, err
 		}
 		total, added = total+n, added+a
-		if w.entry != nil {
-			w.entry(e.Key, e.Value, n)
+		if w.keys != nil {
+			w.keys.add(e.Key, w.valueNumber(e.Value), n)
 		}
 	}
 	w.note(t, at, blockUsage{size: int64(len(data)), walked: total})
@@ -403,6 +386,239 @@ func (w *usageWalk) note(c objects.CID, i int, b blockUsage) {
 		return
 	}
 	w.blocks[idOf(c)] = b
+}
+
+// scanNode is a tree node of the scan decoded (objects.NodeEntries) with
+// its links as places in the scan: what du's history walk reads of a node,
+// decoded once, on every core, before the walk.
+type scanNode struct {
+	subs []uint32 // subtrees
+	keys []string // entries: keys and values
+	vals []uint32
+}
+
+// decodeNodes decodes every dag-cbor block of the scan that is a tree node
+// whose every link the scan saw (any other is read by the walk as the
+// store gives it), on every core.
+func (w *usageWalk) decodeNodes(ctx context.Context) {
+	view := w.view
+	w.nodes = make([]*scanNode, len(view.nodes))
+	var next atomic.Int64
+	const step = 512
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				lo := int(next.Add(step)) - step
+				if lo >= len(view.nodes) {
+					return
+				}
+				for i := lo; i < min(lo+step, len(view.nodes)); i++ {
+					if data := view.nodes[i]; data != nil {
+						w.nodes[i] = decodeScanNode(view, data)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// decodeScanNode is data decoded as a scanNode, or nil when it is not a
+// tree node or links a block the scan did not see.
+func decodeScanNode(view *scanned, data []byte) *scanNode {
+	subs, entries, err := objects.NodeEntries(data)
+	if err != nil {
+		return nil
+	}
+	n := &scanNode{subs: make([]uint32, len(subs)), keys: make([]string, len(entries)), vals: make([]uint32, len(entries))}
+	for k, c := range subs {
+		i, ok := view.place(c)
+		if !ok {
+			return nil
+		}
+		n.subs[k] = i
+	}
+	for k, e := range entries {
+		i, ok := view.place(e.Value)
+		if !ok {
+			return nil
+		}
+		n.keys[k], n.vals[k] = e.Key, i
+	}
+	return n
+}
+
+// treeAt is tree for the scan's decoded node i.
+func (w *usageWalk) treeAt(ctx context.Context, i uint32, depth int) (total, added int64, err error) {
+	if n := w.walked[i]; n != 0 {
+		return n - 1, 0, nil
+	}
+	if depth >= objects.MaxTreeDepth {
+		c, _ := w.view.cid(i)
+		return 0, 0, &objects.TreeError{Node: c, Reason: fmt.Sprintf("is below a path deeper than %d nodes", objects.MaxTreeDepth)}
+	}
+	nd := w.nodes[i]
+	size := w.view.sizes[i]
+	total, added = size, size
+	for _, s := range nd.subs {
+		var n, a int64
+		if w.nodes[s] != nil {
+			n, a, err = w.treeAt(ctx, s, depth+1)
+		} else if c, cerr := w.view.cid(s); cerr != nil {
+			err = cerr
+		} else {
+			n, a, err = w.tree(ctx, c, depth+1)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		total, added = total+n, added+a
+	}
+	for k, v := range nd.vals {
+		var n, a int64
+		if walked := w.walked[v]; walked != 0 {
+			n = walked - 1
+		} else if w.view.isRaw(v) { // its size is all there is to know
+			n, a = w.view.sizes[v], w.view.sizes[v]
+			w.walked[v] = n + 1
+		} else if c, err := w.view.cid(v); err != nil {
+			return 0, 0, err
+		} else if n, a, err = w.value(ctx, c, 0); err != nil {
+			return 0, 0, err
+		}
+		total, added = total+n, added+a
+		w.keys.add(nd.keys[k], v, n)
+	}
+	w.walked[i] = total + 1
+	return total, added, nil
+}
+
+// current notes the size of every key's value in the tree t (HEAD's), as
+// walked by the history walk (depth nodes below the root).
+func (w *usageWalk) current(ctx context.Context, t objects.CID, depth int) error {
+	if depth >= objects.MaxTreeDepth {
+		return &objects.TreeError{Node: t, Reason: fmt.Sprintf("is below a path deeper than %d nodes", objects.MaxTreeDepth)}
+	}
+	if w.nodes != nil {
+		if i, ok := w.view.place(t); ok && w.nodes[i] != nil {
+			return w.currentAt(ctx, i, depth)
+		}
+	}
+	data, err := w.bs.Get(ctx, t)
+	if err != nil {
+		return err
+	}
+	subs, entries, err := objects.NodeEntries(data)
+	if err != nil {
+		return err
+	}
+	for _, s := range subs {
+		if err := w.current(ctx, s, depth+1); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		if k, ok := w.keys.at[e.Key]; ok {
+			if w.keys.accs[k].Current, err = w.valueSize(ctx, e.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// currentAt is current for the scan's decoded node i.
+func (w *usageWalk) currentAt(ctx context.Context, i uint32, depth int) error {
+	if depth >= objects.MaxTreeDepth {
+		c, _ := w.view.cid(i)
+		return &objects.TreeError{Node: c, Reason: fmt.Sprintf("is below a path deeper than %d nodes", objects.MaxTreeDepth)}
+	}
+	nd := w.nodes[i]
+	for _, s := range nd.subs {
+		var err error
+		if w.nodes[s] != nil {
+			err = w.currentAt(ctx, s, depth+1)
+		} else if c, cerr := w.view.cid(s); cerr != nil {
+			err = cerr
+		} else {
+			err = w.current(ctx, c, depth+1)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for k, v := range nd.vals {
+		if a, ok := w.keys.at[nd.keys[k]]; ok {
+			n := w.walked[v] - 1
+			if n < 0 { // not walked (a tree the history did not hold)
+				c, err := w.view.cid(v)
+				if err == nil {
+					n, err = w.valueSize(ctx, c)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			w.keys.accs[a].Current = n
+		}
+	}
+	return nil
+}
+
+// valueNumber names value v in keyTable: its place in the scan, or a
+// number after the scan's places for a block the scan did not see.
+func (w *usageWalk) valueNumber(v objects.CID) uint32 {
+	if w.view != nil {
+		if i, ok := w.view.place(v); ok {
+			return i
+		}
+	}
+	if w.others == nil {
+		w.others = map[blockID]uint32{}
+	}
+	id := idOf(v)
+	n, ok := w.others[id]
+	if !ok {
+		n = uint32(len(w.others))
+		if w.view != nil {
+			n += uint32(len(w.view.sizes))
+		}
+		w.others[id] = n
+	}
+	return n
+}
+
+// keyTable is the history's keys, each with the distinct values (by
+// valueNumber) it had and their bytes.
+type keyTable struct {
+	at   map[string]int32
+	accs []keyAcc
+}
+
+type keyAcc struct {
+	KeyUsage
+	first uint32   // the first value seen
+	more  []uint32 // the others
+}
+
+// add notes value v (size bytes) of key.
+func (t *keyTable) add(key string, v uint32, size int64) {
+	k, ok := t.at[key]
+	if !ok {
+		t.at[key] = int32(len(t.accs))
+		t.accs = append(t.accs, keyAcc{KeyUsage: KeyUsage{Key: key, Versions: 1, Bytes: size}, first: v})
+		return
+	}
+	a := &t.accs[k]
+	if a.first == v || slices.Contains(a.more, v) {
+		return
+	}
+	a.more = append(a.more, v)
+	a.Versions++
+	a.Bytes += size
 }
 
 func compareStrings(a, b string) int {

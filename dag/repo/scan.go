@@ -95,6 +95,9 @@ func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockSto
 		pending, pendingAt = nil, nil
 	}
 	err := sc.ScanBlocks(ctx, want, func(c objects.CID, size int64, data []byte) error {
+		if len(c.KeyString()) != len(blockID{}) {
+			return nil // not a CID of this store's (a blockID could not hold it): read from the store
+		}
 		i := s.index.add(idOf(c))
 		s.sizes = append(s.sizes, size)
 		s.bytes += size
@@ -125,6 +128,15 @@ func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockSto
 	}
 	return s, nil
 }
+
+// cid is the CID of the block at place i.
+func (s *scanned) cid(i uint32) (objects.CID, error) {
+	return objects.CIDFromBytes(s.index.ids[i][:])
+}
+
+// isRaw reports whether the block at place i is a raw block (a value or a
+// chunk: its size is all du needs of it).
+func (s *scanned) isRaw(i uint32) bool { return s.index.ids[i][1] == objects.CodecRaw }
 
 // place is block c's place in the scan.
 func (s *scanned) place(c objects.CID) (uint32, bool) { return s.index.find(idOf(c)) }

@@ -284,3 +284,17 @@ func logCIDs(t *testing.T, r *repo.Repo, agent string) []objects.CID {
 	}
 	return out
 }
+
+// A tree node whose bytes no longer match its CID stops du, through the
+// scan (its nodes decoded before the walk) as block by block.
+func TestDiskUsageScanStopsAtACorruptNode(t *testing.T) {
+	ctx := context.Background()
+	ms := memory.New()
+	_, _, node, _ := scanHistory(t, ms)
+	ms.Corrupt(node, []byte("rotted"))
+	for name, s := range map[string]repo.Storage{"scanned": ms, "block by block": &unscanned{Storage: ms}} {
+		if _, err := repo.New(s).DiskUsage(ctx, "a"); err == nil || !strings.Contains(err.Error(), node.String()) {
+			t.Fatalf("%s: du of a store whose tree node %s rotted: %v", name, node, err)
+		}
+	}
+}
