@@ -25,9 +25,35 @@ import (
 // like an *os.File; call Abort (safe after Commit, so defer it) to drop it.
 type File struct {
 	*os.File
-	perm   os.FileMode
-	noSync bool
-	done   bool
+	perm    os.FileMode
+	noSync  bool
+	done    bool
+	pending int64 // bytes written since write-back was last started
+}
+
+// writeBackEvery is how many bytes a durable replacement writes between
+// asking the kernel to start writing them back (see Write).
+const writeBackEvery = 8 << 20
+
+// startWriteBack starts the kernel writing the file's dirty pages to disk
+// without waiting for them (a no-op where the system has no such call).
+// A variable so that tests can count calls.
+var startWriteBack = startWriteBackFile
+
+// Write writes to the temporary file. A durable replacement asks the kernel
+// to start writing back what was written every writeBackEvery bytes, so the
+// disk writes while the caller produces the rest and Commit's fsync waits
+// for the tail, not for the whole file (a large export would otherwise sit
+// in the page cache until that fsync).
+func (f *File) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	if !f.noSync {
+		if f.pending += int64(n); f.pending >= writeBackEvery {
+			f.pending = 0
+			startWriteBack(f.File)
+		}
+	}
+	return n, err
 }
 
 // Create starts a replacement in dir (a temporary file named by pattern, as
