@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -192,6 +193,34 @@ func w10Served(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 	if err != nil {
 		return nil, fmt.Errorf("unserved put: %w", err)
 	}
+	// The floor of 10g: Badger alone (internal/cmd/bench/badgerfloor) opening
+	// a copy of the same store writable, setting one key and closing it,
+	// against git and against the unserved put, each alternately.
+	floorStore := filepath.Join(cfg.work, "put-floor-store")
+	os.RemoveAll(floorStore)
+	if _, _, err := r.run(ctx, cfg.work, nil, "cp", "-a", h.store, floorStore); err != nil {
+		return nil, err
+	}
+	bfloor, err := buildFloor(ctx, cfg, "badgerfloor")
+	if err != nil {
+		return nil, err
+	}
+	floorPut := func(int) (time.Duration, error) {
+		if _, err := newValue(); err != nil {
+			return 0, err
+		}
+		_, d, err := r.run(ctx, cfg.work, nil, bfloor, floorStore, hex.EncodeToString([]byte("mbench-floor")), valFile)
+		return d, err
+	}
+	fpA, fpG, err := pair(cfg, floorPut, gitPut)
+	if err != nil {
+		return nil, fmt.Errorf("put floor: %w", err)
+	}
+	upF, fpF, err := pair(cfg, asPut, floorPut)
+	if err != nil {
+		return nil, fmt.Errorf("put floor: %w", err)
+	}
+	os.RemoveAll(floorStore)
 
 	// The server's part: the same command lines run in-process on an open
 	// repository, as the server runs them.
@@ -285,6 +314,8 @@ func w10Served(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 			note: "no server: the front end execs the engine, which opens the store read-only"},
 		{id: "10g", name: "not served: put of one key vs git add + commit", as: fmtDur(upA), git: fmtDur(upG), ratio: ratio(float64(upA), float64(upG)),
 			note: "no server: the front end execs the engine, which opens, writes and closes the store"},
+		{id: "10h", name: "  floor of 10g: a program linking only Badger: writable open, one key set, close, vs git add + commit", as: fmtDur(fpA), git: fmtDur(fpG), ratio: ratio(float64(fpA), float64(fpG)),
+			note: fmt.Sprintf("on a copy of the same store, with the store's Badger options (internal/cmd/bench/badgerfloor); timed alternately with it, the unserved put took %s against its %s (%s)", fmtDur(upF), fmtDur(fpF), ratio(float64(upF), float64(fpF)))},
 	}, nil
 }
 

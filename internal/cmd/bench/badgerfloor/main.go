@@ -1,11 +1,14 @@
-// Command badgerfloor is the floor of an unserved get (bench workload 21,
-// row 21d): a program that links Badger and nothing of agentstate, opens a
-// store read-only with the options the store opens it with
-// (dag/repo/storage/badger), reads one key and prints its value. An
-// unserved get does this and more: the engine's start, the store's own
-// checks, HEAD, the commit and the tree's nodes before the value.
+// Command badgerfloor is the floor of an unserved get and put (bench
+// workload 21, row 21d, and workload 10, row 10h): a program that links
+// Badger and nothing of agentstate and opens a store with the options the
+// store opens it with (dag/repo/storage/badger). With two arguments it opens
+// the store read-only, reads one key and prints its value; with a third it
+// opens it writable, sets the key to that file's content in one transaction
+// and closes it (the memtable's flush to a level-0 table included, as every
+// close does). An unserved get or put does this and more: the engine's
+// start, the store's own checks, HEAD, the commit and the tree's nodes.
 //
-//	badgerfloor STORE-DIR HEX-KEY
+//	badgerfloor STORE-DIR HEX-KEY [VALUE-FILE]
 package main
 
 import (
@@ -18,8 +21,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: badgerfloor STORE-DIR HEX-KEY")
+	if len(os.Args) != 3 && len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: badgerfloor STORE-DIR HEX-KEY [VALUE-FILE]")
 		os.Exit(2)
 	}
 	key, err := hex.DecodeString(os.Args[2])
@@ -27,24 +30,53 @@ func main() {
 		fmt.Fprintln(os.Stderr, "badgerfloor:", err)
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], key); err != nil {
+	if len(os.Args) == 4 {
+		err = put(os.Args[1], key, os.Args[3])
+	} else {
+		err = get(os.Args[1], key)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "badgerfloor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, key []byte) error {
-	db, err := badger.Open(badger.DefaultOptions(dir).
+// storeOptions are the options dag/repo/storage/badger opens a store with.
+func storeOptions(dir string, readOnly bool) badger.Options {
+	return badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithNumVersionsToKeep(1).
-		WithReadOnly(true).
+		WithReadOnly(readOnly).
 		WithMemTableSize(8 << 20).
 		WithValueThreshold(16 << 10).
 		WithValueLogFileSize(64 << 20).
 		WithCompression(options.ZSTD).
+		WithZSTDCompressionLevel(3).
 		WithBlockSize(16 << 10).
 		WithBlockCacheSize(32 << 20).
-		WithIndexCacheSize(16 << 20))
+		WithIndexCacheSize(16 << 20).
+		WithNumCompactors(2).
+		WithDetectConflicts(true)
+}
+
+func put(dir string, key []byte, valueFile string) error {
+	v, err := os.ReadFile(valueFile)
+	if err != nil {
+		return err
+	}
+	db, err := badger.Open(storeOptions(dir, false))
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(txn *badger.Txn) error { return txn.Set(key, v) })
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func get(dir string, key []byte) error {
+	db, err := badger.Open(storeOptions(dir, true))
 	if err != nil {
 		return err
 	}
