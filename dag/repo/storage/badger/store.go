@@ -240,8 +240,19 @@ func Open(dir string, opts Options) (*Store, error) {
 var opens atomic.Int64
 
 // compactL0At is how many level-0 tables a store must hold when it is
-// opened for its close to compact level 0.
-const compactL0At = 3
+// opened for its close to compact level 0. Each short writer's close leaves
+// one table, so the merge (which rewrites the whole next level) comes every
+// compactL0At+1 closes: at 3 it was a third of the CPU of a run of
+// workload-22 commits, at 7 half that; reads, which look into every
+// level-0 table, measured no slower with 7 than with 3
+// (docs/performance.md, "Unserved writes and the engine, again").
+const compactL0At = 7
+
+// levelZeroBackground is the level-0 table count at which Badger compacts
+// in the background: above what a store is opened with (compactL0At), so a
+// short process's work is not joined by a merge its close must wait for; a
+// long writer (a runtime, a large import) makes that many in-process.
+const levelZeroBackground = compactL0At + 2
 
 func open(dir string, opts Options) (*Store, error) {
 	// Tuned for a short-lived CLI as much as for a long-running runtime
@@ -268,6 +279,8 @@ func open(dir string, opts Options) (*Store, error) {
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).
 		WithNumCompactors(2).
+		WithNumLevelZeroTables(levelZeroBackground).
+		WithNumLevelZeroTablesStall(2 * levelZeroBackground).
 		WithDetectConflicts(true)
 	writable := !opts.InMemory && !opts.ReadOnly
 	release := func() {}
@@ -310,8 +323,9 @@ func open(dir string, opts Options) (*Store, error) {
 	// most of its close. Compacting once level 0 holds compactL0At tables,
 	// not at every close, keeps level 0 small (at most compactL0At tables
 	// when a store is opened, one more while it is), below the count at
-	// which Badger starts compacting in the background (5), and spares most
-	// short writes the merge. An in-memory store is removed at close.
+	// which Badger starts compacting in the background
+	// (levelZeroBackground), and spares most short writes the merge. An
+	// in-memory store is removed at close.
 	bo = bo.WithCompactL0OnClose(writable && use.l0Tables >= compactL0At)
 	db, err := badger.Open(bo)
 	if err != nil {
