@@ -66,7 +66,10 @@ func isDB(ctx context.Context, v *View, c objects.CID) bool {
 	if c.IsZero() {
 		return false
 	}
-	_, err := sqlitedb.OpenPages(ctx, v.R.Blocks, c)
+	p, err := sqlitedb.OpenPages(ctx, v.R.Blocks, c)
+	if err == nil {
+		p.Close()
+	}
 	return err == nil || !errors.Is(err, sqlitedb.ErrNotDatabase)
 }
 

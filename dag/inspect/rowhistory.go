@@ -190,6 +190,7 @@ func (v *View) RowHistory(ctx context.Context, agent, rev, key, ref string, limi
 			return pathSig{}, nil // not a database: read it through SQLite
 		}
 		path, sum, ok, err := rowdiff.RowPath(ctx, p, root, rowid)
+		p.Close()
 		if err != nil {
 			return pathSig{}, nil // let SQLite say what is wrong
 		}

@@ -54,6 +54,7 @@ type DB struct {
 	qmu     sync.Mutex // one Query at a time on conn
 	mu      sync.Mutex
 	conn    *sqlite.Conn // Query's connection, opened by Open
+	lent    bool         // conn is a Conn's until ReleaseConn
 	readErr error        // the last error a VFS read met, for SQLite's bare I/O error
 	conns   int          // Conns handed out and not closed
 }
@@ -115,11 +116,30 @@ func (d *DB) Pages() *Pages { return d.pages }
 // guards Conn sets, which a caller opening it so must set itself.
 func (d *DB) URI() string { return d.uri }
 
-// Conn opens one more guarded connection to the database (the package doc
-// says how it is guarded); the caller closes it before closing d. It is
-// zombiezen.com/go/sqlite's, so a caller has SQLite's whole read API,
-// sessions (changesets between two databases) among it.
+// Conn returns a guarded connection to the database (the package doc says
+// how it is guarded) for the caller's own use until ReleaseConn; the
+// caller releases it before closing d. It is zombiezen.com/go/sqlite's, so
+// a caller has SQLite's whole read API, sessions (changesets between two
+// databases) among it. The connection Open made (which has read the
+// schema already) is lent when no Query is using it and no other caller
+// holds it; otherwise a new one is opened. A caller may set the
+// connection's interrupt; nothing else of its settings.
 func (d *DB) Conn(ctx context.Context) (*sqlite.Conn, error) {
+	if d.qmu.TryLock() { // no Query is running on d.conn
+		d.mu.Lock()
+		c := d.conn
+		if c != nil && !d.lent {
+			d.lent = true
+			d.conns++
+		} else {
+			c = nil
+		}
+		d.mu.Unlock()
+		d.qmu.Unlock()
+		if c != nil {
+			return c, nil
+		}
+	}
 	c, err := d.open(ctx)
 	if err != nil {
 		return nil, err
@@ -130,11 +150,20 @@ func (d *DB) Conn(ctx context.Context) (*sqlite.Conn, error) {
 	return c, nil
 }
 
-// ReleaseConn closes a connection Conn returned.
+// ReleaseConn gives back a connection Conn returned: the one Open made is
+// kept for the next Query or Conn, any other is closed.
 func (d *DB) ReleaseConn(c *sqlite.Conn) error {
 	d.mu.Lock()
 	d.conns--
+	lent := c == d.conn
+	if lent {
+		d.lent = false
+	}
 	d.mu.Unlock()
+	if lent {
+		c.SetInterrupt(nil)
+		return nil
+	}
 	return c.Close()
 }
 

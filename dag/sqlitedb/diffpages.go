@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/agentstate/agentstate/objects"
 )
@@ -201,8 +202,15 @@ func (p *Pages) fetch(c objects.CID, keep bool) {
 	if _, ok := p.pending[c]; ok {
 		return
 	}
-	f := &fetch{done: make(chan struct{})}
+	if p.stop.Err() != nil {
+		return
+	}
+	f := &fetch{c: c, keep: keep, done: make(chan struct{})}
 	p.pending[c] = f
-	p.wg.Add(1)
-	go p.fetchAhead(c, f, keep)
+	p.queue = append(p.queue, f)
+	if p.workers < max(runtime.GOMAXPROCS(0), 1) {
+		p.workers++
+		p.wg.Add(1)
+		go p.work()
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 
 	"github.com/agentstate/agentstate/objects"
@@ -65,7 +64,8 @@ type Pages struct {
 	last    int64                  // the page index read last
 	run     int                    // how many reads in a row were sequential
 	ahead   int64                  // the highest page index fetched ahead
-	sem     chan struct{}          // bounds the fetches in flight
+	queue   []*fetch               // fetches no worker has taken yet
+	workers int                    // workers running (at most GOMAXPROCS)
 	wg      sync.WaitGroup
 	stop    context.Context // cancelled by Close
 	cancel  context.CancelFunc
@@ -73,6 +73,8 @@ type Pages struct {
 
 // fetch is one chunk being read ahead; done is closed when data or err is set.
 type fetch struct {
+	c    objects.CID
+	keep bool // keep it in the shared cache too (see chunk)
 	done chan struct{}
 	data []byte
 	err  error
@@ -92,7 +94,7 @@ type indexNode struct {
 // that is not one gets an error wrapping ErrNotDatabase.
 func OpenPages(ctx context.Context, bs objects.BlockStore, value objects.CID) (*Pages, error) {
 	p := &Pages{bs: bs, value: value, cache: make(map[objects.CID][]byte), pending: make(map[objects.CID]*fetch),
-		last: -2, ahead: -1, sem: make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))}
+		last: -2, ahead: -1}
 	p.shared, _ = bs.(decodedCache)
 	p.stop, p.cancel = context.WithCancel(context.Background())
 	var first []byte
@@ -291,8 +293,14 @@ func (p *Pages) scheduleAhead(ctx context.Context, idx int64) {
 	}
 	// As far ahead as the scan has come, up to readAhead: a short run of
 	// sequential reads (a cell's overflow chain, a few neighbouring leaves a
-	// diff reads) fetches little it will not use.
-	end := min(idx+min(int64(p.run), readAhead), p.PageCount()-1)
+	// diff reads) fetches little it will not use. The window is filled
+	// again when the scan has read half of it, so the fetches go to the
+	// workers in batches.
+	window := min(int64(p.run), readAhead)
+	if p.ahead-idx > window/2 {
+		return
+	}
+	end := min(idx+window, p.PageCount()-1)
 	for j := max(idx+1, p.ahead+1); j <= end; j++ {
 		c, err := p.locate(ctx, j)
 		if err != nil {
@@ -303,24 +311,32 @@ func (p *Pages) scheduleAhead(ctx context.Context, idx int64) {
 	}
 }
 
-// fetchAhead reads one chunk ahead of its read into the cache (keep: and
-// into the shared one, see chunk).
-func (p *Pages) fetchAhead(c objects.CID, f *fetch, keep bool) {
+// work is a worker reading the queued fetches, one at a time, until none
+// is left: a worker goes through a batch of fetches (a goroutine a fetch
+// would grow a new stack for each, through the store's read and
+// decompression).
+func (p *Pages) work() {
 	defer p.wg.Done()
-	select {
-	case p.sem <- struct{}{}:
-		f.data, f.err = p.chunk(p.stop, c, keep)
-		<-p.sem
-	case <-p.stop.Done():
-		f.err = p.stop.Err()
-	}
 	p.mu.Lock()
-	delete(p.pending, c)
-	if f.err == nil && len(f.data) == p.pageSize {
-		p.remember(c, f.data)
+	defer p.mu.Unlock()
+	for len(p.queue) > 0 {
+		f := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		if err := p.stop.Err(); err != nil {
+			f.err = err
+		} else {
+			p.mu.Unlock()
+			f.data, f.err = p.chunk(p.stop, f.c, f.keep)
+			p.mu.Lock()
+		}
+		delete(p.pending, f.c)
+		if f.err == nil && len(f.data) == p.pageSize {
+			p.remember(f.c, f.data)
+		}
+		close(f.done)
 	}
-	p.mu.Unlock()
-	close(f.done)
+	p.workers--
 }
 
 // Close stops the fetches ahead of a scan and waits for them.

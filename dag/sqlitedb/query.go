@@ -222,15 +222,22 @@ func (d *DB) Query(ctx context.Context, query string, lim Limits) (*Result, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
+	// One query at a time on the shared connection.
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
 	d.mu.Lock()
-	c := d.conn
+	c, lent := d.conn, d.lent
 	d.mu.Unlock()
 	if c == nil {
 		return nil, fmt.Errorf("%w: the database is closed", ErrQuery)
 	}
-	// One query at a time on the shared connection.
-	d.qmu.Lock()
-	defer d.qmu.Unlock()
+	if lent { // a Conn holds it: this query has a connection of its own
+		var err error
+		if c, err = d.open(ctx); err != nil {
+			return nil, err
+		}
+		defer c.Close()
+	}
 	c.SetInterrupt(ctx.Done())
 	defer c.SetInterrupt(nil)
 	res, err := runQuery(c, query, lim)

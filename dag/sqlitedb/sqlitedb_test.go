@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"zombiezen.com/go/sqlite"
+
 	"github.com/agentstate/agentstate/dag/sqlitedb"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/objects/memstore"
@@ -610,5 +612,58 @@ func TestResultBytes(t *testing.T) {
 	}
 	if _, err := db.Query(ctx, "SELECT body FROM messages", sqlitedb.Limits{MaxBytes: 1000}); !errors.Is(err, sqlitedb.ErrTooLarge) {
 		t.Fatalf("MaxBytes 1000: %v", err)
+	}
+}
+
+// Conn lends the connection Open made (its schema read already) while no
+// one else holds it, and opens another when it is held; a Query runs while
+// it is lent, on a connection of its own. A diff of two versions so opens
+// one connection a version, not two.
+func TestConnLendsOpenConnection(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, mustRead(t, memoryDB(t, 50)))
+	c1, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1 == c2 {
+		t.Fatal("two callers hold one connection")
+	}
+	res, err := db.Query(ctx, "SELECT count(*) FROM messages", sqlitedb.Limits{})
+	if err != nil || len(res.Rows) != 1 || res.Rows[0][0].Int != 51 {
+		t.Fatalf("a query while connections are held: %v %v", res, err)
+	}
+	if err := db.Close(); err == nil {
+		t.Fatal("Close with connections held succeeded")
+	}
+	for _, c := range []*sqlite.Conn{c2, c1} {
+		if err := db.ReleaseConn(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c3, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c3 != c1 {
+		t.Fatal("the connection Open made was not lent again")
+	}
+	st, _, err := c3.PrepareTransient("SELECT count(*) FROM messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.Step(); !ok || err != nil || st.ColumnInt(0) != 51 {
+		t.Fatalf("the lent connection reads: %v %v", ok, err)
+	}
+	st.Finalize()
+	if err := db.ReleaseConn(c3); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := db.Query(ctx, "SELECT count(*) FROM messages", sqlitedb.Limits{}); err != nil || res.Rows[0][0].Int != 51 {
+		t.Fatalf("a query on the connection given back: %v %v", res, err)
 	}
 }
