@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"context"
 	"sync"
 
 	"github.com/agentstate/agentstate/objects"
@@ -37,6 +38,22 @@ const nodeCacheBytes = 16 << 20
 // WithCommitCache returns bs with a cache of up to max decoded commits.
 func WithCommitCache(bs objects.BlockStore, max int) *CommitCache {
 	return &CommitCache{BlockStore: bs, nodes: objects.NewNodeCache(nodeCacheBytes), decoded: newGenCache(decodedBytes), entries: map[objects.CID]cachedCommit{}, max: max}
+}
+
+// GetBatch reads blocks as objects.BlockBatchReader says: in one pass of
+// the store when it can, one Get a block when it cannot.
+func (c *CommitCache) GetBatch(ctx context.Context, cids []objects.CID, fn func(i int, data []byte, err error)) error {
+	if b, ok := c.BlockStore.(objects.BlockBatchReader); ok {
+		return b.GetBatch(ctx, cids, fn)
+	}
+	for i, id := range cids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data, err := c.BlockStore.Get(ctx, id)
+		fn(i, data, err)
+	}
+	return nil
 }
 
 // UseGraph makes log walks through c read commits from the commit graph in

@@ -37,6 +37,15 @@ type BlockStore interface {
 	Put(ctx context.Context, blocks ...Block) error
 }
 
+// BlockBatchReader is an optional ability of a BlockStore: read several
+// blocks in one pass (on disk: one read transaction, not one a block),
+// each checked as Get checks it. fn is called for each CID in order with
+// its bytes (the caller's to keep) or the error Get would return for it;
+// an error of ctx stops the reads and is returned.
+type BlockBatchReader interface {
+	GetBatch(ctx context.Context, cids []CID, fn func(i int, data []byte, err error)) error
+}
+
 // BlockLister is an optional ability of a BlockStore: enumerate every CID held.
 type BlockLister interface {
 	AllCIDs(ctx context.Context) iter.Seq2[CID, error]

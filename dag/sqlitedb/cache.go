@@ -129,6 +129,48 @@ func (p *Pages) chunkNodes(ctx context.Context, links []objects.CID, depth int) 
 	return out, nil
 }
 
+// chunks reads the fetches' raw chunks as chunk does, those the shared
+// cache does not hold in one pass of the store when it can.
+func (p *Pages) chunks(ctx context.Context, fs []*fetch) {
+	var miss []*fetch
+	for _, f := range fs {
+		if p.shared != nil {
+			if v, ok := p.shared.Decoded(f.c); ok {
+				if b, ok := v.(page); ok {
+					f.data = b
+					continue
+				}
+			}
+		}
+		miss = append(miss, f)
+	}
+	br, ok := p.bs.(objects.BlockBatchReader)
+	if !ok || len(miss) < 2 {
+		for _, f := range miss {
+			f.data, f.err = p.chunk(ctx, f.c, f.keep)
+		}
+		return
+	}
+	cids := make([]objects.CID, len(miss))
+	for i, f := range miss {
+		cids[i] = f.c
+	}
+	err := br.GetBatch(ctx, cids, func(i int, data []byte, err error) {
+		f := miss[i]
+		f.data, f.err = data, err
+		if err == nil && f.keep && p.shared != nil {
+			p.shared.KeepDecoded(f.c, page(data), int64(len(data)+64))
+		}
+	})
+	if err != nil {
+		for _, f := range miss {
+			if f.data == nil && f.err == nil {
+				f.err = err
+			}
+		}
+	}
+}
+
 // chunk returns raw chunk c's bytes from the shared cache or the store
 // (which checks them against c), keeping them in the shared cache when
 // keep is set (a scan's pages read ahead are not kept: they would push out

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/agentstate/agentstate/objects"
@@ -23,6 +24,7 @@ const (
 	chunkCacheSize = 160  // raw chunks (pages) kept
 	maxIndexNodes  = 4096 // decoded chunk list nodes kept before the index is dropped and rebuilt lazily
 	readAhead      = 32   // pages fetched ahead of a sequential scan, at most
+	fetchBatch     = 16   // fetches a worker reads in one pass of the store, at most
 	scanRun        = 4    // sequential reads in a row that make a scan
 )
 
@@ -311,30 +313,37 @@ func (p *Pages) scheduleAhead(ctx context.Context, idx int64) {
 	}
 }
 
-// work is a worker reading the queued fetches, one at a time, until none
-// is left: a worker goes through a batch of fetches (a goroutine a fetch
-// would grow a new stack for each, through the store's read and
-// decompression).
+// work is a worker reading the queued fetches until none is left. A worker
+// takes its share of the queue at a time (at most fetchBatch) and reads it
+// in one pass of the store where the store can (objects.BlockBatchReader):
+// one transaction for the batch, not one a page. The workers live through
+// a batch (a goroutine a fetch would grow a new stack for each, through the
+// store's read and decompression).
 func (p *Pages) work() {
 	defer p.wg.Done()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(p.queue) > 0 {
-		f := p.queue[0]
-		p.queue[0] = nil
-		p.queue = p.queue[1:]
+		n := min(len(p.queue), fetchBatch, max((len(p.queue)+p.workers-1)/p.workers, 1))
+		batch := slices.Clone(p.queue[:n])
+		clear(p.queue[:n])
+		p.queue = p.queue[n:]
 		if err := p.stop.Err(); err != nil {
-			f.err = err
+			for _, f := range batch {
+				f.err = err
+			}
 		} else {
 			p.mu.Unlock()
-			f.data, f.err = p.chunk(p.stop, f.c, f.keep)
+			p.chunks(p.stop, batch)
 			p.mu.Lock()
 		}
-		delete(p.pending, f.c)
-		if f.err == nil && len(f.data) == p.pageSize {
-			p.remember(f.c, f.data)
+		for _, f := range batch {
+			delete(p.pending, f.c)
+			if f.err == nil && len(f.data) == p.pageSize {
+				p.remember(f.c, f.data)
+			}
+			close(f.done)
 		}
-		close(f.done)
 	}
 	p.workers--
 }

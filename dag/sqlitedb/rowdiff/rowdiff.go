@@ -509,6 +509,7 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 		s.names[ti] = o.Name
 		same := other.objs[o.Name].Root == o.Root || o.Name == "sqlite_schema"
 		level := []at{{o.Root, same}}
+		var leaves []leafRef
 		isLeaf := false
 		for depth := 0; len(level) > 0; depth++ {
 			if depth > 64 {
@@ -525,6 +526,9 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 				isLeaf = p.typ == leafTable || p.typ == leafIndex
 			}
 			var next []at
+			if !isLeaf {
+				next = make([]at, 0, len(level)*64)
+			}
 			for _, l := range level {
 				n := l.n
 				if n < 1 || n > total {
@@ -532,7 +536,7 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 				}
 				s.trees = append(s.trees, pageRef{n, int32(ti), isLeaf})
 				if isLeaf {
-					s.leaves[o.Name] = append(s.leaves[o.Name], leafRef{n, l.clean})
+					leaves = append(leaves, leafRef{n, l.clean})
 					if changed[n] {
 						s.owner[n] = o.Name
 					}
@@ -558,6 +562,9 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 				break
 			}
 			level = next
+		}
+		if leaves != nil {
+			s.leaves[o.Name] = leaves
 		}
 	}
 	slices.SortFunc(s.trees, func(x, y pageRef) int { return cmpInt(x.n, y.n) })
