@@ -1,6 +1,10 @@
 package objects
 
-import "context"
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
 
 // StoredChunks returns the CIDs of the blocks of value v that its chunk
 // lists name (v itself, its list nodes and its chunks), reading only the
@@ -16,31 +20,68 @@ func StoredChunks(ctx context.Context, bs BlockStore, v CID) map[CID]struct{} {
 	return stored
 }
 
-// AddStoredChunks adds StoredChunks(ctx, bs, v) to stored.
+// AddStoredChunks adds StoredChunks(ctx, bs, v) to stored. The list nodes
+// of one depth are read side by side (storedReaders at a time): a 32 MiB
+// database has some 600 of them at unrelated places in the store, each
+// read a lookup and a table block's decompression of its own, which one
+// after another took twice as long as reading and hashing the whole file.
 func AddStoredChunks(ctx context.Context, bs BlockStore, v CID, stored map[CID]struct{}) {
 	stored[v] = struct{}{}
 	if v.Codec() != CodecDagCBOR {
 		return
 	}
-	nodes := []CID{v}
-	for len(nodes) > 0 {
-		n := nodes[len(nodes)-1]
-		nodes = nodes[:len(nodes)-1]
-		data, err := bs.Get(ctx, n)
-		if err != nil {
-			return
-		}
-		links, err := ChunkLinks(data)
-		if err != nil {
-			return
-		}
-		for _, l := range links {
-			stored[l] = struct{}{}
-			if l.Codec() == CodecDagCBOR {
-				nodes = append(nodes, l)
+	for level := []CID{v}; len(level) > 0; {
+		links, ok := readChunkLinks(ctx, bs, level)
+		level = level[:0:0]
+		for _, ls := range links {
+			for _, l := range ls {
+				stored[l] = struct{}{}
+				if l.Codec() == CodecDagCBOR {
+					level = append(level, l)
+				}
 			}
 		}
+		if !ok {
+			return
+		}
 	}
+}
+
+// storedReaders is how many list nodes AddStoredChunks reads at once.
+const storedReaders = 8
+
+// readChunkLinks reads the links of the chunk list nodes, several at once.
+// ok is false when one could not be read (or ctx ended); the links of
+// those read are returned either way.
+func readChunkLinks(ctx context.Context, bs BlockStore, nodes []CID) (links [][]CID, ok bool) {
+	links = make([][]CID, len(nodes))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(storedReaders, len(nodes)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				i := int(next.Add(1)) - 1
+				if i >= len(nodes) {
+					return
+				}
+				data, err := bs.Get(ctx, nodes[i])
+				var ls []CID
+				if err == nil {
+					ls, err = ChunkLinks(data)
+				}
+				if err != nil {
+					failed.Store(true)
+					return
+				}
+				links[i] = ls
+			}
+		}()
+	}
+	wg.Wait()
+	return links, !failed.Load()
 }
 
 // SkipStored wraps bs so that Put drops the blocks whose CIDs are in
