@@ -109,10 +109,27 @@ func writeOutput(path string, stdout io.Writer, fn func(io.Writer) error) error 
 }
 
 // writeBuffered runs fn on a 1 MiB buffer in front of w and flushes it.
+// A write as long as the buffer goes to w directly, after what the buffer
+// holds, rather than being copied through it (a tar's large values).
 func writeBuffered(w io.Writer, fn func(io.Writer) error) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
+	bw := passWriter{bufio.NewWriterSize(w, 1<<20), w}
 	if err := fn(bw); err != nil {
 		return err
 	}
 	return bw.Flush()
+}
+
+type passWriter struct {
+	*bufio.Writer
+	w io.Writer
+}
+
+func (p passWriter) Write(b []byte) (int, error) {
+	if len(b) < p.Size() {
+		return p.Writer.Write(b)
+	}
+	if err := p.Flush(); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
 }

@@ -49,3 +49,37 @@ func TestWriteOutput(t *testing.T) {
 		t.Error("writing into a missing directory succeeded")
 	}
 }
+
+type recordWrites struct {
+	bytes.Buffer
+	sizes []int
+}
+
+func (r *recordWrites) Write(p []byte) (int, error) {
+	r.sizes = append(r.sizes, len(p))
+	return r.Buffer.Write(p)
+}
+
+// A write as long as the output's buffer reaches the output whole, in
+// order, not copied through the buffer.
+func TestWriteBufferedPassesLongWrites(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 1<<20+1)
+	var out recordWrites
+	err := writeBuffered(&out, func(w io.Writer) error {
+		for _, p := range [][]byte{[]byte("head"), big, []byte("tail")} {
+			if _, err := w.Write(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "head" + string(big) + "tail"; out.String() != want {
+		t.Fatal("output differs from what was written")
+	}
+	if len(out.sizes) != 3 || out.sizes[0] != 4 || out.sizes[1] != len(big) || out.sizes[2] != 4 {
+		t.Fatalf("writes reaching the output: %v, want [4 %d 4]", out.sizes, len(big))
+	}
+}
