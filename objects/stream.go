@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 )
 
 // Streaming values. WriteValue and OpenValue are NewFileValue and ReadValue
@@ -332,6 +333,25 @@ func OpenValue(ctx context.Context, bs BlockStore, v CID) (io.Reader, uint64, er
 	}
 }
 
+// OpenValueAhead is OpenValue reading up to ahead chunks of a chunked value
+// past the one being read, each on its own goroutine, so that fetching them
+// (a store lookup, decompression, the check of each against its CID) runs
+// on every core while the caller consumes the content. The content and its
+// checks are OpenValue's. The caller must Close the reader, which waits for
+// the reads under way (so none outlives the caller's use of bs).
+func OpenValueAhead(ctx context.Context, bs BlockStore, v CID, ahead int) (io.ReadCloser, uint64, error) {
+	rd, size, err := OpenValue(ctx, bs, v)
+	if err != nil {
+		return nil, 0, err
+	}
+	cr, ok := rd.(*chunkReader)
+	if !ok {
+		return io.NopCloser(rd), size, nil
+	}
+	cr.ahead = ahead
+	return cr, size, nil
+}
+
 // chunkReader reads the chunks under a list of links in order, without
 // recursion: one frame per list node on the path to the current chunk.
 type chunkReader struct {
@@ -343,6 +363,57 @@ type chunkReader struct {
 	stack []chunkFrame
 	cur   []byte
 	err   error
+
+	// Read-ahead (OpenValueAhead): queue holds the reads started of the
+	// raw chunks that come next in the current list node, in order.
+	ahead int
+	queue []*chunkRead
+	wg    sync.WaitGroup
+}
+
+type chunkRead struct {
+	c    CID
+	data []byte
+	err  error
+	done chan struct{}
+}
+
+// Close waits for the chunk reads under way and drops them.
+func (r *chunkReader) Close() error {
+	r.wg.Wait()
+	r.queue = nil
+	return nil
+}
+
+func (r *chunkReader) startRead(c CID) *chunkRead {
+	cr := &chunkRead{c: c, done: make(chan struct{})}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(cr.done)
+		cr.data, cr.err = r.bs.Get(r.ctx, c)
+	}()
+	return cr
+}
+
+// getChunk returns raw chunk c's content; rest are the links that follow
+// c in its list node. With read-ahead, the raw chunks among the first of
+// rest are read meanwhile.
+func (r *chunkReader) getChunk(c CID, rest []CID) ([]byte, error) {
+	if r.ahead <= 0 {
+		return r.bs.Get(r.ctx, c)
+	}
+	if len(r.queue) == 0 || r.queue[0].c != c {
+		r.Close() // not what is next: cannot happen, but never use a read for another chunk
+		r.queue = append(r.queue, r.startRead(c))
+	}
+	for k := len(r.queue) - 1; k < len(rest) && len(r.queue) <= r.ahead && rest[k].Codec() == CodecRaw; k++ {
+		r.queue = append(r.queue, r.startRead(rest[k]))
+	}
+	cr := r.queue[0]
+	r.queue = r.queue[1:]
+	<-cr.done
+	return cr.data, cr.err
 }
 
 type chunkFrame struct {
@@ -395,7 +466,7 @@ func (r *chunkReader) next() error {
 		c := top.links[0]
 		top.links = top.links[1:]
 		if c.Codec() == CodecRaw {
-			data, err := r.bs.Get(r.ctx, c)
+			data, err := r.getChunk(c, top.links)
 			if err != nil {
 				return r.fail(fmt.Errorf("objects: reading chunk %s: %w", c, err))
 			}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/objects/memstore"
@@ -188,5 +190,98 @@ func BenchmarkWriteValueSQLite(b *testing.B) {
 		if _, _, err := objects.WriteValue(context.Background(), discardStore{}, bytes.NewReader(content)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// aheadStore counts the Gets under way and the most at once.
+type aheadStore struct {
+	*memstore.Store
+	mu             sync.Mutex
+	inflight, peak int
+	gets           int
+	fail           objects.CID // its Get fails
+}
+
+func (s *aheadStore) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	s.mu.Lock()
+	s.inflight++
+	s.gets++
+	s.peak = max(s.peak, s.inflight)
+	slow := s.gets <= 64
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inflight--
+		s.mu.Unlock()
+	}()
+	if slow {
+		time.Sleep(100 * time.Microsecond) // long enough for the reads ahead to overlap
+	}
+	if c == s.fail {
+		return nil, &objects.NotFoundError{CID: c}
+	}
+	return s.Store.Get(ctx, c)
+}
+
+func (s *aheadStore) now() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// OpenValueAhead yields OpenValue's content with chunks read ahead (more
+// than one read under way), its checks fail the same way, and Close leaves
+// no read under way.
+func TestOpenValueAhead(t *testing.T) {
+	ctx := context.Background()
+	for name, content := range streamCases() {
+		t.Run(name, func(t *testing.T) {
+			bs := &aheadStore{Store: memstore.New()}
+			v, blocks := objects.NewFileValue(content)
+			if err := bs.Put(ctx, blocks...); err != nil {
+				t.Fatal(err)
+			}
+			rd, size, err := objects.OpenValueAhead(ctx, bs, v, 4)
+			if err != nil || size != uint64(len(content)) {
+				t.Fatalf("OpenValueAhead: %d bytes, %v", size, err)
+			}
+			got, err := io.ReadAll(rd)
+			if err != nil || !bytes.Equal(got, content) {
+				t.Fatalf("content read ahead differs (%v)", err)
+			}
+			rd.Close()
+			if len(blocks) > 8 && bs.peak < 2 {
+				t.Errorf("%d blocks read one at a time, want chunks read ahead", len(blocks))
+			}
+		})
+	}
+	content := fakeSQLite(768, 4096, 6)
+	v, blocks := objects.NewFileValue(content)
+	lying := &lyingStore{Store: memstore.New(), swap: blocks[100].CID}
+	if err := lying.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	rd, _, err := objects.OpenValueAhead(ctx, lying, v, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(rd); !errors.Is(err, objects.ErrHashMismatch) {
+		t.Fatalf("reading ahead a value with a changed chunk: %v, want a hash mismatch", err)
+	}
+	rd.Close()
+	failing := &aheadStore{Store: memstore.New(), fail: blocks[50].CID}
+	if err := failing.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	rd, _, err = objects.OpenValueAhead(ctx, failing, v, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(rd); !errors.Is(err, objects.ErrNotFound) {
+		t.Fatalf("reading ahead a value with a chunk missing: %v, want not found", err)
+	}
+	rd.Close()
+	if n := failing.now(); n != 0 {
+		t.Fatalf("%d reads under way after Close", n)
 	}
 }

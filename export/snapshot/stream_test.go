@@ -174,3 +174,38 @@ func TestWriteTarFailsAtTheValueItCannotRead(t *testing.T) {
 		t.Fatal("the partial tar reads as a whole one")
 	}
 }
+
+// A chunked value's chunks are read ahead of the one written, more than
+// one at a time, and the tar is the same.
+func TestWriteTarReadsChunksAhead(t *testing.T) {
+	ctx := context.Background()
+	big := make([]byte, 3<<20)
+	rand.NewChaCha8(sha256.Sum256([]byte("ahead"))).Read(big)
+	bs := memstore.New()
+	root, _, err := objectstest.OneBigValue(ctx, bs, "big.bin", big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := objects.TreeBundleHash(ctx, bs, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if _, err := snapshot.WriteTar(ctx, &want, bs, root, bundle, nil); err != nil {
+		t.Fatal(err)
+	}
+	gs := &gatedStore{BlockStore: bs, second: make(chan struct{})}
+	var got bytes.Buffer
+	if _, err := snapshot.WriteTar(ctx, &got, gs, root, bundle, nil); err != nil {
+		t.Fatal(err)
+	}
+	if gs.peak < 2 {
+		t.Fatalf("at most %d chunk read at a time, want chunks read ahead", gs.peak)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatal("the tar read ahead differs")
+	}
+	if inflight, _ := gs.now(); inflight != 0 {
+		t.Fatalf("%d chunk reads under way after WriteTar returned", inflight)
+	}
+}

@@ -44,8 +44,13 @@ func bytesFile(path string, data []byte) tarball.File {
 // values, which is mostly hashing them, runs on every core while the tar is
 // written. Only values held in one block (at most objects.ChunkThreshold
 // bytes, as every store writes them) are read whole ahead; a chunked value
-// streams a chunk at a time, so memory stays bounded whatever a value's size.
+// streams, chunksAhead of its chunks read ahead, so memory stays bounded
+// whatever a value's size.
 const readAhead = 8
+
+// chunksAhead is how many chunks of a chunked value are read ahead of the
+// one being written (each at most 256 KiB).
+const chunksAhead = 8
 
 func fetchers() int { return min(max(goruntime.GOMAXPROCS(0), 2), 4) }
 
@@ -71,15 +76,16 @@ func (f *fetch) run(ctx context.Context, bs objects.BlockStore) {
 		f.file = tarball.File{Path: f.key, Size: int64(len(data)), Data: data}
 		return
 	}
-	// The content streams a chunk at a time (the tar writer reads past its
-	// end, where a chunked value's sha256 is checked).
-	rd, size, err := objects.OpenValue(ctx, bs, f.v)
+	// The content streams, a few chunks read ahead (the tar writer reads
+	// past its end, where a chunked value's sha256 is checked, and closes
+	// it, which waits for the reads under way).
+	rd, size, err := objects.OpenValueAhead(ctx, bs, f.v, chunksAhead)
 	if err != nil {
 		f.err = fmt.Errorf("snapshot: value of %q: %w", f.key, err)
 		return
 	}
 	f.file = tarball.File{Path: f.key, Size: int64(size), Open: func(context.Context) (io.ReadCloser, error) {
-		return io.NopCloser(rd), nil
+		return rd, nil
 	}}
 }
 

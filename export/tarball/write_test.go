@@ -463,7 +463,10 @@ func TestWriteData(t *testing.T) {
 	var buf bytes.Buffer
 	st, err := Write(context.Background(), &buf, func(yield func(File, error) bool) {
 		for _, f := range files {
-			open := func(context.Context) (io.ReadCloser, error) { t.Fatal("Open called for a file with Data"); return nil, nil }
+			open := func(context.Context) (io.ReadCloser, error) {
+				t.Fatal("Open called for a file with Data")
+				return nil, nil
+			}
 			if !yield(File{Path: f.path, Size: int64(len(f.content)), Data: []byte(f.content), Open: open}, nil) {
 				return
 			}
