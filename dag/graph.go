@@ -35,6 +35,9 @@ const (
 	GraphPrefix = "cgraph/"
 
 	graphVersion = 1
+	// graphVersionBundle is a record that also holds the bundle hash of
+	// its commit's tree.
+	graphVersionBundle = 2
 	// maxGraphParents bounds the parents a record may list (a commit has
 	// few; a damaged count must not allocate much).
 	maxGraphParents = 1 << 16
@@ -59,6 +62,10 @@ type GraphRecord struct {
 	ParentSeqs []uint64
 	// Commit is the commit's block (DAG-CBOR).
 	Commit []byte
+	// Bundle is the bundle hash of the commit's tree (objects.HashLeaves),
+	// when the writer knew it (nil: not recorded). A record with one is
+	// version 2.
+	Bundle *objects.BundleHash
 }
 
 // GraphRecordName is the name of record number seq.
@@ -93,17 +100,25 @@ func DecodeGraphIndex(v []byte) (uint64, bool) {
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// Encode returns the record's bytes: version byte 1, uvarint Gen, uvarint
-// count of parents, uvarint per parent, uvarint length of the commit block,
-// the block, then the CRC-32C (Castagnoli) of everything before it, 4 bytes
-// big-endian.
+// Encode returns the record's bytes: version byte 1 (2 with a bundle
+// hash), uvarint Gen, uvarint count of parents, uvarint per parent, with
+// version 2 the 32 bytes of the bundle hash, uvarint length of the commit
+// block, the block, then the CRC-32C (Castagnoli) of everything before it,
+// 4 bytes big-endian.
 func (g GraphRecord) Encode() []byte {
-	b := make([]byte, 0, 16+len(g.ParentSeqs)*4+len(g.Commit))
-	b = append(b, graphVersion)
+	b := make([]byte, 0, 48+len(g.ParentSeqs)*4+len(g.Commit))
+	if g.Bundle != nil {
+		b = append(b, graphVersionBundle)
+	} else {
+		b = append(b, graphVersion)
+	}
 	b = binary.AppendUvarint(b, g.Gen)
 	b = binary.AppendUvarint(b, uint64(len(g.ParentSeqs)))
 	for _, p := range g.ParentSeqs {
 		b = binary.AppendUvarint(b, p)
+	}
+	if g.Bundle != nil {
+		b = append(b, g.Bundle[:]...)
 	}
 	b = binary.AppendUvarint(b, uint64(len(g.Commit)))
 	b = append(b, g.Commit...)
@@ -124,7 +139,7 @@ func DecodeGraphRecord(v []byte) (GraphRecord, error) {
 	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(v[len(v)-4:]) {
 		return bad("checksum mismatch")
 	}
-	if body[0] != graphVersion {
+	if body[0] != graphVersion && body[0] != graphVersionBundle {
 		return bad(fmt.Sprintf("version %d", body[0]))
 	}
 	p := body[1:]
@@ -151,6 +166,13 @@ func DecodeGraphRecord(v []byte) (GraphRecord, error) {
 		if g.ParentSeqs[i], ok = next(); !ok {
 			return bad("parent")
 		}
+	}
+	if body[0] == graphVersionBundle {
+		if len(p) < len(objects.BundleHash{}) {
+			return bad("bundle hash")
+		}
+		h := objects.BundleHash(p[:len(objects.BundleHash{})])
+		g.Bundle, p = &h, p[len(h):]
 	}
 	n, ok := next()
 	if !ok || n != uint64(len(p)) {
@@ -192,8 +214,9 @@ type GraphScanner interface {
 // keeping those it passes that the walk has not asked for yet, up to
 // maxPending; a record far from the pass, or already passed, is looked up.
 type graphReader struct {
-	gs   GraphStore
-	hint map[objects.CID]uint64 // a commit's record number, from a child's record
+	gs      GraphStore
+	hint    map[objects.CID]uint64 // a commit's record number, from a child's record
+	bundles *CommitCache           // where the bundle hashes records hold are noted
 
 	scan    GraphScanner
 	next    func() (string, []byte, bool) // the pass in progress (nil: none)
@@ -244,6 +267,9 @@ func (g *graphReader) read(ctx context.Context, c objects.CID) (*objects.Commit,
 		if p != 0 {
 			g.hint[cm.Parents[i]] = p - 1
 		}
+	}
+	if rec.Bundle != nil && g.bundles != nil {
+		g.bundles.NoteBundle(cm.Tree, *rec.Bundle)
 	}
 	return cm, rec.Commit, true
 }
@@ -324,7 +350,7 @@ func newCommitReader(bs objects.BlockStore) *commitReader {
 	rd := &commitReader{bs: bs}
 	rd.cache, _ = bs.(*CommitCache)
 	if rd.cache != nil && rd.cache.graph != nil {
-		rd.graph = &graphReader{gs: rd.cache.graph, hint: map[objects.CID]uint64{}}
+		rd.graph = &graphReader{gs: rd.cache.graph, hint: map[objects.CID]uint64{}, bundles: rd.cache}
 		rd.graph.scan, _ = rd.cache.graph.(GraphScanner)
 	}
 	return rd

@@ -130,7 +130,7 @@ func (r *Repo) graphPosOf(ctx context.Context, c objects.CID) (graphPos, bool, e
 // graphRecordFor makes the records that add commit b (cm) to the graph,
 // after adding any of its parents' history the graph lacks. It returns nil
 // when the storage keeps no graph or c has a record already.
-func (r *Repo) graphRecordFor(ctx context.Context, b objects.Block, cm *objects.Commit) ([][]byte, graphPos, error) {
+func (r *Repo) graphRecordFor(ctx context.Context, b objects.Block, cm *objects.Commit, blocks []objects.Block) ([][]byte, graphPos, error) {
 	if _, ok := r.graphPutter(); !ok {
 		return nil, graphPos{}, nil
 	}
@@ -161,7 +161,8 @@ func (r *Repo) graphRecordFor(ctx context.Context, b objects.Block, cm *objects.
 		return nil, graphPos{}, err
 	}
 	pos := graphPos{seq: seq, gen: gen + 1}
-	rec := dag.GraphRecord{Gen: pos.gen, ParentSeqs: parents, Commit: b.Data}
+	rec := dag.GraphRecord{Gen: pos.gen, ParentSeqs: parents, Commit: b.Data,
+		Bundle: r.recordedBundle(ctx, cm.Tree, cm.Parents, blocks, false)}
 	return [][]byte{[]byte(dag.GraphRecordName(seq)), rec.Encode(), []byte(dag.GraphIndexName(b.CID)), dag.EncodeGraphIndex(seq)}, pos, nil
 }
 
@@ -261,7 +262,8 @@ func (r *Repo) AddToGraph(ctx context.Context, tips ...objects.CID) (int, error)
 		}
 		pos := graphPos{seq: seq, gen: gen + 1}
 		added[it.c], batchPos[it.c] = pos, pos
-		rec := dag.GraphRecord{Gen: pos.gen, ParentSeqs: parents, Commit: it.data}
+		rec := dag.GraphRecord{Gen: pos.gen, ParentSeqs: parents, Commit: it.data,
+			Bundle: r.recordedBundle(ctx, it.cm.Tree, it.cm.Parents, nil, true)}
 		batch = append(batch, []byte(dag.GraphRecordName(seq)), rec.Encode(), []byte(dag.GraphIndexName(it.c)), dag.EncodeGraphIndex(seq))
 		n++
 		if len(batch) >= 4*graphBatch {
@@ -326,6 +328,12 @@ type GraphReport struct {
 // record is a graph behind, as a write or a rebuild cut short leaves it;
 // one naming a record of another commit is a problem.
 func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
+	return r.verifyGraphIn(ctx, r.Blocks)
+}
+
+// verifyGraphIn is VerifyGraph reading trees from bs (Verify's view of
+// the store it read once).
+func (r *Repo) verifyGraphIn(ctx context.Context, bs objects.BlockStore) (GraphReport, error) {
 	var rep GraphReport
 	type info struct {
 		cid     objects.CID
@@ -343,6 +351,7 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 	// records ("cgraph/r/"): one view of the store, so that commits a
 	// writer adds meanwhile are wholly in it or wholly not.
 	index := map[objects.CID]uint64{}
+	var bundles []recordBundle
 	err := r.Storage.MetaPrefix(ctx, dag.GraphPrefix, func(name string, v []byte) error {
 		if strings.HasPrefix(name, dag.GraphIndexPrefix) {
 			c, err := objects.ParseCID(name[len(dag.GraphIndexPrefix):])
@@ -375,6 +384,9 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 			return nil
 		}
 		recs[seq] = info{cid: id, gen: rec.Gen, parents: cm.Parents, seqs: rec.ParentSeqs}
+		if rec.Bundle != nil {
+			bundles = append(bundles, recordBundle{seq: seq, tree: cm.Tree, bundle: *rec.Bundle})
+		}
 		return nil
 	})
 	if err != nil {
@@ -408,6 +420,9 @@ func (r *Repo) VerifyGraph(ctx context.Context) (GraphReport, error) {
 		if linked && in.gen != gen+1 {
 			problem("record %d: generation %d, want %d", seq, in.gen, gen+1)
 		}
+	}
+	if err := verifyGraphBundles(ctx, bs, bundles, problem); err != nil {
+		return rep, err
 	}
 	for c, seq := range index {
 		if in, ok := recs[seq]; ok && in.cid != c {

@@ -18,6 +18,9 @@ import (
 type leafSet struct {
 	keys   []string
 	leaves [][32]byte
+
+	sumOnce sync.Once
+	sum     objects.BundleHash
 }
 
 // leafCacheSize bounds the sets kept; maxCachedLeaves bounds one set's size.
@@ -87,7 +90,11 @@ func leafOf(ctx context.Context, bs objects.BlockStore, key string, v objects.CI
 	return objects.BundleLeaf(key, sum), nil
 }
 
-func (s *leafSet) hash() objects.BundleHash { return objects.HashLeaves(s.leaves) }
+// hash is the set's bundle hash, computed once.
+func (s *leafSet) hash() objects.BundleHash {
+	s.sumOnce.Do(func() { s.sum = objects.HashLeaves(s.leaves) })
+	return s.sum
+}
 
 // leaves returns the leaf set of tree: from the cache, by patching a cached
 // set with the diff to tree when that diff is small, or by walking tree.
@@ -100,7 +107,7 @@ func (r *Repo) leaves(ctx context.Context, tree objects.CID) (*leafSet, error) {
 		if bs == nil {
 			continue
 		}
-		s, ok, err := r.patchLeaves(ctx, bs, base, tree)
+		s, ok, err := patchLeavesIn(ctx, r.Blocks, bs, base, tree, len(bs.keys)/4+16)
 		if err != nil {
 			// The patch is a shortcut: a base tree collected since its set
 			// was cached (a forget or gc deleted it) is dropped and the next
@@ -116,35 +123,20 @@ func (r *Repo) leaves(ctx context.Context, tree objects.CID) (*leafSet, error) {
 			return s, nil
 		}
 	}
-	t, err := objects.LoadTree(ctx, r.Blocks, tree)
+	s, err := wholeLeaves(ctx, r.Blocks, tree, -1)
 	if err != nil {
 		return nil, err
-	}
-	s := &leafSet{}
-	for e, err := range t.Entries(ctx, "") {
-		if err != nil {
-			return nil, err
-		}
-		if objects.ExcludedFromBundle(e.Key) {
-			continue
-		}
-		leaf, err := leafOf(ctx, r.Blocks, e.Key, e.Value)
-		if err != nil {
-			return nil, err
-		}
-		s.keys = append(s.keys, e.Key)
-		s.leaves = append(s.leaves, leaf)
 	}
 	r.leafCache.put(tree, s)
 	return s, nil
 }
 
-// patchLeaves applies the diff from base to tree to base's leaf set. It gives
-// up (ok == false) when the diff is not small next to the set.
-func (r *Repo) patchLeaves(ctx context.Context, base *leafSet, baseTree, tree objects.CID) (*leafSet, bool, error) {
-	limit := len(base.keys)/4 + 16
+// patchLeavesIn applies the diff from base to tree, read from bs, to
+// base's leaf set. It gives up (ok == false) when the diff has more than
+// limit changes.
+func patchLeavesIn(ctx context.Context, bs objects.BlockStore, base *leafSet, baseTree, tree objects.CID, limit int) (*leafSet, bool, error) {
 	var changes []objects.Change
-	for ch, err := range objects.DiffTrees(ctx, r.Blocks, baseTree, tree) {
+	for ch, err := range objects.DiffTrees(ctx, bs, baseTree, tree) {
 		if err != nil {
 			return nil, false, err
 		}
@@ -167,7 +159,7 @@ func (r *Repo) patchLeaves(ctx context.Context, base *leafSet, baseTree, tree ob
 			i++ // modified or removed: drop the old leaf
 		}
 		if ch.Change != objects.Removed {
-			leaf, err := leafOf(ctx, r.Blocks, ch.Path, ch.New)
+			leaf, err := leafOf(ctx, bs, ch.Path, ch.New)
 			if err != nil {
 				return nil, false, err
 			}

@@ -119,7 +119,7 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 		return rep, err
 	}
 	rep.Problems = append(rep.Problems, redProblems...)
-	g, err := r.VerifyGraph(ctx)
+	g, err := r.verifyGraphIn(ctx, bs)
 	if err != nil {
 		return rep, err
 	}

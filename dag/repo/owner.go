@@ -65,7 +65,7 @@ func (r *Repo) WriteCommit(ctx context.Context, spec CommitSpec) (objects.CID, *
 	}
 	// The commit's commit-graph record (graph.go) goes in the same write;
 	// the graph is a cache, so one that cannot be made is left behind.
-	meta, pos, gerr := r.graphRecordFor(ctx, b, c)
+	meta, pos, gerr := r.graphRecordFor(ctx, b, c, spec.Blocks)
 	if gp, ok := r.graphPutter(); ok && gerr == nil && meta != nil {
 		if err := gp.PutWithMeta(ctx, append(spec.Blocks, b), meta...); err != nil {
 			return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)

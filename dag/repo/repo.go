@@ -322,6 +322,9 @@ func (r *Repo) EmptyTree(ctx context.Context) (objects.CID, error) {
 
 // BundleHash returns the bundle hash of a tree, cached per tree root.
 func (r *Repo) BundleHash(ctx context.Context, tree objects.CID) (objects.BundleHash, error) {
+	if h, ok := r.knownBundle(tree); ok {
+		return h, nil
+	}
 	key := "bundle/" + string(tree.Bytes())
 	if v, ok, err := r.Storage.GetMeta(ctx, key); err == nil && ok && len(v) == 32 {
 		return objects.BundleHash(v), nil
