@@ -162,7 +162,7 @@ func (r *Repo) graphRecordFor(ctx context.Context, b objects.Block, cm *objects.
 	}
 	pos := graphPos{seq: seq, gen: gen + 1}
 	rec := dag.GraphRecord{Gen: pos.gen, ParentSeqs: parents, Commit: b.Data,
-		Bundle: r.recordedBundle(ctx, cm.Tree, cm.Parents, blocks, false)}
+		Bundle: r.recordedBundle(ctx, cm.Tree, cm.Parents, blocks)}
 	return [][]byte{[]byte(dag.GraphRecordName(seq)), rec.Encode(), []byte(dag.GraphIndexName(b.CID)), dag.EncodeGraphIndex(seq)}, pos, nil
 }
 
@@ -263,7 +263,7 @@ func (r *Repo) AddToGraph(ctx context.Context, tips ...objects.CID) (int, error)
 		pos := graphPos{seq: seq, gen: gen + 1}
 		added[it.c], batchPos[it.c] = pos, pos
 		rec := dag.GraphRecord{Gen: pos.gen, ParentSeqs: parents, Commit: it.data,
-			Bundle: r.recordedBundle(ctx, it.cm.Tree, it.cm.Parents, nil, true)}
+			Bundle: r.recordedBundle(ctx, it.cm.Tree, it.cm.Parents, nil)}
 		batch = append(batch, []byte(dag.GraphRecordName(seq)), rec.Encode(), []byte(dag.GraphIndexName(it.c)), dag.EncodeGraphIndex(seq))
 		n++
 		if len(batch) >= 4*graphBatch {

@@ -14,13 +14,15 @@ import (
 // record may hold the bundle hash of its commit's tree, so that a log that
 // prints every commit's (log --json) reads it with the commit instead of
 // diffing every tree against the next and hashing its leaves. The writer
-// records it when it has it at a cost bounded by the tree's size: it holds
-// the leaf set of the first parent's tree (it wrote that commit in this
-// process, or computed its bundle hash), and the tree has at most
-// maxRecordedLeaves bundle leaves. Patching that set with the diff to the
-// new tree reads only the nodes the commit changed; what is left is keccak
-// over 32 bytes a leaf, a few microseconds for a hundred keys. Other
-// commits get a record without one, and readers compute theirs as before.
+// records it when the tree has at most maxRecordedLeaves bundle leaves: it
+// patches the leaf set of the first parent's tree (held since it wrote
+// that commit or computed its hash, else read whole, giving up past the
+// bound) with the commit's change, reading only the nodes the commit
+// changed; what is left is keccak over 32 bytes a leaf, a few microseconds
+// for a hundred keys. Trees over the bound are remembered, so a writer of
+// a large brain does not read its parent's tree each commit to find out.
+// Other commits get a record without one, and readers compute theirs as
+// before.
 
 // maxRecordedLeaves bounds the trees whose bundle hash a writer records:
 // keccak over 8 KiB and a copy of the leaf set, a few percent of what a
@@ -31,9 +33,8 @@ const maxRecordedLeaves = 256
 // recordedBundle returns the bundle hash to record with a commit of tree
 // whose parents are parents, or nil when the writer does not have it at a
 // bounded cost (see above). blocks are the commit's new blocks, not yet
-// stored; backfill says the commit is stored already (AddToGraph).
-// Failing to have it is never an error: the record goes without.
-func (r *Repo) recordedBundle(ctx context.Context, tree objects.CID, parents []objects.CID, blocks []objects.Block, backfill bool) *objects.BundleHash {
+// stored. Failing to have it is never an error: the record goes without.
+func (r *Repo) recordedBundle(ctx context.Context, tree objects.CID, parents []objects.CID, blocks []objects.Block) *objects.BundleHash {
 	if s := r.leafCache.get(tree); s != nil {
 		if len(s.keys) > maxRecordedLeaves {
 			return nil
@@ -46,44 +47,49 @@ func (r *Repo) recordedBundle(ctx context.Context, tree objects.CID, parents []o
 	if len(parents) == 0 {
 		s, _ = wholeLeaves(ctx, bs, tree, maxRecordedLeaves)
 	} else {
-		// The first parent's leaves, patched with the commit's change. A
-		// backfill or rebuild (blocks == nil), whose order leaves fewer
-		// sets in hand, tries the others held too, each only as far as a
-		// small diff: a writer's commit does not (diffing another agent's
-		// tree until it gives up would cost it more than the hash).
-		var first objects.CID
-		if pc, err := r.Commit(ctx, parents[0]); err == nil {
-			first = pc.Tree
+		pc, err := r.Commit(ctx, parents[0])
+		if err != nil {
+			return nil
 		}
-		bases := []objects.CID{first}
-		if backfill {
-			bases = r.leafCache.recent()
-			if i := slices.Index(bases, first); i > 0 {
-				bases = append(append([]objects.CID{first}, bases[:i]...), bases[i+1:]...)
-			}
+		base, ok := r.boundedSet(ctx, pc.Tree)
+		if !ok {
+			// A one-key change leaves a tree over the bound over it: the
+			// next commit need not read its parent's tree to find out.
+			r.leafCache.markOver(tree)
+			return nil
 		}
-		for _, base := range bases {
-			bset := r.leafCache.get(base)
-			if bset == nil || len(bset.keys) > maxRecordedLeaves {
-				continue
-			}
-			limit := len(bset.keys)/4 + 16
-			if base == first {
-				limit = maxRecordedLeaves
-			}
-			ps, ok, err := patchLeavesIn(ctx, bs, bset, base, tree, limit)
-			if err == nil && ok {
-				s = ps
-				break
-			}
+		if s, ok, err = patchLeavesIn(ctx, bs, base, pc.Tree, tree, maxRecordedLeaves); err != nil || !ok {
+			return nil
 		}
 	}
 	if s == nil || len(s.keys) > maxRecordedLeaves {
+		r.leafCache.markOver(tree)
 		return nil
 	}
 	r.leafCache.put(tree, s)
 	h := s.hash()
 	return &h
+}
+
+// boundedSet returns tree's leaf set when it has at most
+// maxRecordedLeaves leaves: held, or read whole (at most that many leaves
+// and the nodes that hold them; a tree known to be over it is not read).
+func (r *Repo) boundedSet(ctx context.Context, tree objects.CID) (*leafSet, bool) {
+	if s := r.leafCache.get(tree); s != nil {
+		return s, len(s.keys) <= maxRecordedLeaves
+	}
+	if r.leafCache.over(tree) {
+		return nil, false
+	}
+	s, err := wholeLeaves(ctx, r.Blocks, tree, maxRecordedLeaves)
+	if err != nil {
+		if errors.Is(err, errTooManyLeaves) {
+			r.leafCache.markOver(tree)
+		}
+		return nil, false
+	}
+	r.leafCache.put(tree, s)
+	return s, true
 }
 
 // errTooManyLeaves: wholeLeaves gave up at its bound.

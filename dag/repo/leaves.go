@@ -33,6 +33,26 @@ type leafCache struct {
 	mu   sync.Mutex
 	sets map[objects.CID]*leafSet
 	lru  []objects.CID // oldest first
+	// big holds trees found to have more leaves than a writer records the
+	// bundle hash of (graphbundle.go), up to maxOver.
+	big map[objects.CID]bool
+}
+
+const maxOver = 1 << 12
+
+func (c *leafCache) over(tree objects.CID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.big[tree]
+}
+
+func (c *leafCache) markOver(tree objects.CID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.big == nil || len(c.big) >= maxOver {
+		c.big = map[objects.CID]bool{}
+	}
+	c.big[tree] = true
 }
 
 func (c *leafCache) get(tree objects.CID) *leafSet {
