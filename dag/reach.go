@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/internal/progress"
 	"github.com/agentstate/agentstate/objects"
@@ -89,6 +92,13 @@ type WalkOptions struct {
 	// again. The chunks of a chunked value are still read, in order, for
 	// the content's size and sha256.
 	Hashed func(c objects.CID) bool
+	// Ahead, when set, has the walk take the tree nodes it is about to
+	// check off its stack some hundreds at a time and decode them on every
+	// core first (verify: decoding is most of a node's check); the checks
+	// where each sits, and the rest, stay in order on the walk's own
+	// goroutine. The blocks are still read on that goroutine (bs need not
+	// be safe for concurrent use).
+	Ahead bool
 	// SizeHint, when set, is about how many blocks the walk may reach (a
 	// scanned store's count): the set it returns is made that size at once
 	// rather than grown.
@@ -165,96 +175,165 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 	at := map[objects.CID]objects.TreeSpot{} // where each node was first checked
 	ranges := objects.NewTreeRanges(bs)
 	checked := map[objects.CID]bool{} // chunked values checked whole (VerifyValues)
+	batchSize := 1
+	if opts.Ahead {
+		batchSize = 256
+	}
+	var batch []objects.TreeSpot
+	var got []fetchedNode
 	for len(trees) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		spot := trees[len(trees)-1]
-		t := spot.CID
-		trees = trees[:len(trees)-1]
-		if seen.Has(t) {
-			first, ok := at[t]
-			if !ok || spot.Inside(first) {
-				continue // a problem already, or it fits as it fitted there
+		// The next nodes off the stack, read (those not reached yet) and
+		// decoded; then each checked, the top of the stack first.
+		n := min(len(trees), batchSize)
+		batch = append(batch[:0], trees[len(trees)-n:]...)
+		trees = trees[:len(trees)-n]
+		got = append(got[:0], make([]fetchedNode, n)...)
+		for i, sp := range batch {
+			if !seen.Has(sp.CID) && (opts.Held == nil || !opts.Held(sp.CID)) {
+				got[i].data, got[i].err = bs.Get(ctx, sp.CID)
+				got[i].read = true
 			}
-			if err := ranges.Fits(ctx, spot); objects.IsShapeError(err) {
-				problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
-			}
-			continue
 		}
-		seen.Add(t)
-		if opts.Held != nil && opts.Held(t) {
-			if err := ranges.Fits(ctx, spot); err != nil {
-				problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
-			} else {
-				at[t] = spot
-			}
-			continue
-		}
-		data, err := bs.Get(ctx, t)
-		if err != nil {
-			problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
-			continue
-		}
-		subs, vals, err := objects.CheckTreeNode(spot, data)
-		if err != nil {
-			problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
-			continue
-		}
-		at[t] = spot
-		if err := visit(t, data); err != nil {
-			return nil, nil, err
-		}
-		trees = append(trees, subs...)
-		for i := len(vals) - 1; i >= 0; i-- { // last first, as a stack of them would
-			v := vals[i]
-			if opts.Held != nil && opts.Held(v) {
-				seen.Add(v)
-				if v.Codec() == objects.CodecDagCBOR { // whole, but it must be a file node to be a value
-					data, err := bs.Get(ctx, v)
-					if err == nil {
-						_, _, err = objects.CheckChunkNode(objects.ChunkSpot{CID: v}, data)
-					}
-					if err != nil {
-						problems = append(problems, Problem{CID: v, Via: "chunked value in tree " + t.Short(), Err: err})
-					}
+		decodeNodes(got, opts.Ahead)
+		for i := n - 1; i >= 0; i-- {
+			spot := batch[i]
+			t := spot.CID
+			if seen.Has(t) {
+				first, ok := at[t]
+				if !ok || spot.Inside(first) {
+					continue // a problem already, or it fits as it fitted there
+				}
+				if err := ranges.Fits(ctx, spot); objects.IsShapeError(err) {
+					problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
 				}
 				continue
 			}
-			if opts.VerifyValues && v.Codec() == objects.CodecDagCBOR && !redacted(opts, v) {
-				// A chunked value read as the reader reads it: every node
-				// where it sits, the sizes and the content's sha256.
-				if checked[v] {
+			seen.Add(t)
+			if opts.Held != nil && opts.Held(t) {
+				if err := ranges.Fits(ctx, spot); err != nil {
+					problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
+				} else {
+					at[t] = spot
+				}
+				continue
+			}
+			f := got[i] // read and decoded above: t was neither reached nor held then
+			if !f.read { // not so: a walk's set and Held only ever grow
+				one := []fetchedNode{{read: true}}
+				one[0].data, one[0].err = bs.Get(ctx, t)
+				decodeNodes(one, false)
+				f = one[0]
+			}
+			if f.err != nil {
+				problems = append(problems, Problem{CID: t, Via: "tree node", Err: f.err})
+				continue
+			}
+			subs, vals, err := f.node.CheckAt(spot)
+			if err != nil {
+				problems = append(problems, Problem{CID: t, Via: "tree node", Err: err})
+				continue
+			}
+			at[t] = spot
+			if err := visit(t, f.data); err != nil {
+				return nil, nil, err
+			}
+			trees = append(trees, subs...)
+			for j := len(vals) - 1; j >= 0; j-- { // last first, as a stack of them would
+				v := vals[j]
+				if opts.Held != nil && opts.Held(v) {
+					seen.Add(v)
+					if v.Codec() == objects.CodecDagCBOR { // whole, but it must be a file node to be a value
+						data, err := bs.Get(ctx, v)
+						if err == nil {
+							_, _, err = objects.CheckChunkNode(objects.ChunkSpot{CID: v}, data)
+						}
+						if err != nil {
+							problems = append(problems, Problem{CID: v, Via: "chunked value in tree " + t.Short(), Err: err})
+						}
+					}
 					continue
 				}
-				checked[v] = true
-				err := objects.CheckValue(ctx, bs, v, func(c objects.CID, data []byte) error {
-					if seen.Has(c) {
+				if opts.VerifyValues && v.Codec() == objects.CodecDagCBOR && !redacted(opts, v) {
+					// A chunked value read as the reader reads it: every node
+					// where it sits, the sizes and the content's sha256.
+					if checked[v] {
+						continue
+					}
+					checked[v] = true
+					err := objects.CheckValue(ctx, bs, v, func(c objects.CID, data []byte) error {
+						if seen.Has(c) {
+							return nil
+						}
+						seen.Add(c)
+						if err := visit(c, data); err != nil {
+							return visitError{err}
+						}
 						return nil
+					})
+					if err != nil {
+						var ve visitError
+						if errors.As(err, &ve) {
+							return nil, nil, ve.err
+						}
+						problems = append(problems, valueProblem(v, t, err))
 					}
-					seen.Add(c)
-					if err := visit(c, data); err != nil {
-						return visitError{err}
-					}
-					return nil
-				})
-				if err != nil {
-					var ve visitError
-					if errors.As(err, &ve) {
-						return nil, nil, ve.err
-					}
-					problems = append(problems, valueProblem(v, t, err))
+					continue
 				}
-				continue
-			}
-			if p, err := walkValue(ctx, bs, v, t, opts, seen, visit); err != nil {
-				return nil, nil, err
-			} else if p != nil {
-				problems = append(problems, p...)
+				if p, err := walkValue(ctx, bs, v, t, opts, seen, visit); err != nil {
+					return nil, nil, err
+				} else if p != nil {
+					problems = append(problems, p...)
+				}
 			}
 		}
 	}
 	return own, problems, nil
+}
+
+// fetchedNode is a tree node the walk read (data, or the error of its
+// read) and decoded (node, or the error of that).
+type fetchedNode struct {
+	read bool
+	data []byte
+	node *objects.DecodedTreeNode
+	err  error
+}
+
+// decodeNodes decodes the nodes read, on every core with ahead.
+func decodeNodes(got []fetchedNode, ahead bool) {
+	decode := func(f *fetchedNode) {
+		if f.read && f.err == nil {
+			f.node, f.err = objects.DecodeTreeNode(f.data)
+		}
+	}
+	workers := 1
+	if ahead {
+		workers = min(runtime.GOMAXPROCS(0), (len(got)+15)/16)
+	}
+	if workers <= 1 {
+		for i := range got {
+			decode(&got[i])
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(got); i = int(next.Add(1)) - 1 {
+				decode(&got[i])
+			}
+		}()
+	}
+	for i := int(next.Add(1)) - 1; i < len(got); i = int(next.Add(1)) - 1 {
+		decode(&got[i])
+	}
+	wg.Wait()
 }
 
 // visitError marks an error of WalkOptions.Visit, which stops a walk.

@@ -97,11 +97,39 @@ func (s TreeSpot) Inside(first TreeSpot) bool {
 // at spot. It returns the spots of its subtrees, left to right, and its
 // values (raw blocks or chunked file nodes).
 func CheckTreeNode(spot TreeSpot, data []byte) (subs []TreeSpot, vals []CID, err error) {
-	left, entries, err := decodeNode(data)
+	n, err := DecodeTreeNode(data)
 	if err != nil {
 		return nil, nil, err
 	}
-	layer, err := checkNodeAt(spot, left, entries, entriesLayer(entries))
+	return n.CheckAt(spot)
+}
+
+// DecodedTreeNode is a tree node decoded strictly (CheckTreeNode's decoding:
+// canonical bytes, valid keys in order), not yet checked where a tree puts
+// it: the part of the check that needs no place, which a caller holding
+// many nodes can do ahead of its walk, on every core.
+type DecodedTreeNode struct {
+	left      CID
+	entries   []nodeEntry
+	keysLayer int
+}
+
+// DecodeTreeNode decodes data, the bytes of a tree node, as CheckTreeNode
+// does.
+func DecodeTreeNode(data []byte) (*DecodedTreeNode, error) {
+	left, entries, err := decodeNode(data)
+	if err != nil {
+		return nil, err
+	}
+	return &DecodedTreeNode{left: left, entries: entries, keysLayer: entriesLayer(entries)}, nil
+}
+
+// CheckAt is the rest of CheckTreeNode: it checks the decoded node n, whose
+// CID is spot.CID, is what the tree reader accepts at spot, and returns the
+// spots of its subtrees, left to right, and its values.
+func (n *DecodedTreeNode) CheckAt(spot TreeSpot) (subs []TreeSpot, vals []CID, err error) {
+	left, entries := n.left, n.entries
+	layer, err := checkNodeAt(spot, left, entries, n.keysLayer)
 	if err != nil {
 		return nil, nil, err
 	}

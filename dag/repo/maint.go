@@ -74,7 +74,7 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 			return rep, err
 		}
 		reached = newScanSet(view) // the walk's set: a bit for each block of the scan
-		bs, opts.Hashed, opts.Reached = view, view.rawHashed, reached
+		bs, opts.Hashed, opts.Reached, opts.Ahead = view, view.rawHashed, reached, true
 		rep.Scanned, rep.Hashed = view.bytes, view.hashed
 	}
 	reach, problems, err := r.walkAllIn(ctx, bs, opts, nil)

@@ -20,7 +20,8 @@ import (
 // matched. A block the scan did not see (written since) is read from the
 // store itself.
 //
-// It is a read-only objects.BlockStore.
+// It is a read-only objects.BlockStore, read by one goroutine at a time
+// (a walk: see placeLast).
 type scanned struct {
 	bs      objects.BlockStore
 	index   blockIndex // every block seen: its place in sizes
@@ -30,6 +31,14 @@ type scanned struct {
 	hashRaw bool
 	bytes   int64 // every block's bytes, as the scan read them
 	hashed  int64 // the bytes the scan re-hashed
+	// last is the walk's last look-up (placeLast): a walk asks about the
+	// block it is at several times over (is it marked, mark it, was it
+	// hashed).
+	last struct {
+		key string
+		i   uint32
+		ok  bool
+	}
 }
 
 // errScannedView: the scanned view takes no writes.
@@ -138,12 +147,23 @@ func (s *scanned) cid(i uint32) (objects.CID, error) {
 // chunk: its size is all du needs of it).
 func (s *scanned) isRaw(i uint32) bool { return s.index.ids[i][1] == objects.CodecRaw }
 
+// placeLast is place for a walk (one goroutine): the block looked up last
+// is not looked up again.
+func (s *scanned) placeLast(c objects.CID) (uint32, bool) {
+	k := c.KeyString()
+	if k != s.last.key || k == "" {
+		s.last.i, s.last.ok = s.place(c)
+		s.last.key = k
+	}
+	return s.last.i, s.last.ok
+}
+
 // place is block c's place in the scan.
 func (s *scanned) place(c objects.CID) (uint32, bool) { return s.index.find(idOf(c)) }
 
 // Get returns block c: a kept block from memory, a raw one from the store.
 func (s *scanned) Get(ctx context.Context, c objects.CID) ([]byte, error) {
-	if i, ok := s.place(c); ok {
+	if i, ok := s.placeLast(c); ok {
 		if err, bad := s.bad[i]; bad {
 			return nil, err
 		}
@@ -157,7 +177,7 @@ func (s *scanned) Get(ctx context.Context, c objects.CID) ([]byte, error) {
 // Has reports whether c is stored; a block whose bytes do not match its
 // CID is reported with that error.
 func (s *scanned) Has(ctx context.Context, c objects.CID) (bool, error) {
-	if i, ok := s.place(c); ok {
+	if i, ok := s.placeLast(c); ok {
 		if err, bad := s.bad[i]; bad {
 			return false, err
 		}
@@ -175,7 +195,7 @@ func (s *scanned) rawHashed(c objects.CID) bool {
 	if !s.hashRaw || c.Codec() != objects.CodecRaw {
 		return false
 	}
-	i, ok := s.place(c)
+	i, ok := s.placeLast(c)
 	if !ok {
 		return false
 	}
@@ -184,13 +204,18 @@ func (s *scanned) rawHashed(c objects.CID) bool {
 }
 
 // blockIndex finds a scanned block's place by its CID: an open-addressed
-// table of places keyed by the CID's digest (whose bits are already
-// uniform, so it is hashed no further), beside the CIDs in place order. A
-// store's blocks are many; a map of them costs twice the memory and a
-// hash of every CID looked up.
+// table of CIDs and places keyed by the CID's digest (whose bits are
+// already uniform, so it is hashed no further), beside the CIDs in place
+// order. A look-up is one read of memory more often than not; a map of a
+// store's many blocks costs more memory and a hash of every CID.
 type blockIndex struct {
 	ids   []blockID
-	slots []uint32 // place + 1; 0 is empty
+	slots []indexSlot
+}
+
+type indexSlot struct {
+	id blockID
+	p  uint32 // place + 1; 0 is an empty slot
 }
 
 // slotOf is where id's search starts in a table of mask+1 slots.
@@ -204,7 +229,7 @@ func slotOf(id *blockID, mask uint64) uint64 {
 
 // add puts id at the next place and returns that place (id is not in x).
 func (x *blockIndex) add(id blockID) uint32 {
-	if 2*(len(x.ids)+1) > len(x.slots) {
+	if 4*(len(x.ids)+1) > 3*len(x.slots) {
 		x.grow()
 	}
 	i := uint32(len(x.ids))
@@ -216,15 +241,15 @@ func (x *blockIndex) add(id blockID) uint32 {
 func (x *blockIndex) put(i uint32) {
 	mask := uint64(len(x.slots) - 1)
 	for h := slotOf(&x.ids[i], mask); ; h = (h + 1) & mask {
-		if x.slots[h] == 0 {
-			x.slots[h] = i + 1
+		if x.slots[h].p == 0 {
+			x.slots[h] = indexSlot{id: x.ids[i], p: i + 1}
 			return
 		}
 	}
 }
 
 func (x *blockIndex) grow() {
-	x.slots = make([]uint32, max(1024, 2*len(x.slots)))
+	x.slots = make([]indexSlot, max(1024, 2*len(x.slots)))
 	for i := range x.ids {
 		x.put(uint32(i))
 	}
@@ -237,12 +262,12 @@ func (x *blockIndex) find(id blockID) (uint32, bool) {
 	}
 	mask := uint64(len(x.slots) - 1)
 	for h := slotOf(&id, mask); ; h = (h + 1) & mask {
-		p := x.slots[h]
-		if p == 0 {
+		sl := &x.slots[h]
+		if sl.p == 0 {
 			return 0, false
 		}
-		if x.ids[p-1] == id {
-			return p - 1, true
+		if sl.id == id {
+			return sl.p - 1, true
 		}
 	}
 }
@@ -263,7 +288,7 @@ func newScanSet(view *scanned) *scanSet {
 
 // Has reports whether c is in s.
 func (s *scanSet) Has(c objects.CID) bool {
-	if i, ok := s.view.place(c); ok {
+	if i, ok := s.view.placeLast(c); ok {
 		return s.has(i)
 	}
 	_, ok := s.extra[c]
@@ -272,7 +297,7 @@ func (s *scanSet) Has(c objects.CID) bool {
 
 // Add puts c in s.
 func (s *scanSet) Add(c objects.CID) {
-	if i, ok := s.view.place(c); ok {
+	if i, ok := s.view.placeLast(c); ok {
 		s.bits[i/64] |= 1 << (i % 64)
 		return
 	}
