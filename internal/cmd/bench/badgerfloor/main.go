@@ -5,7 +5,7 @@
 // the store read-only, reads one key and prints its value; with a third it
 // opens it writable, sets the key to that file's content in one transaction
 // and closes it (the memtable's flush to a level-0 table included, as every
-// close does). An unserved get or put does this and more: the engine's
+// close does, and level 0 merged on the store's rule). An unserved get or put does this and more: the engine's
 // start, the store's own checks, HEAD, the commit and the tree's nodes.
 //
 //	badgerfloor STORE-DIR HEX-KEY [VALUE-FILE]
@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -56,7 +57,31 @@ func storeOptions(dir string, readOnly bool) badger.Options {
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).
 		WithNumCompactors(2).
+		WithNumLevelZeroTables(9).
+		WithNumLevelZeroTablesStall(18).
 		WithDetectConflicts(true)
+}
+
+// levelZero counts the level-0 tables the store's MANIFEST lists: a
+// writable open merges level 0 at close once it holds 7, as the store's
+// does.
+func levelZero(dir string) int {
+	f, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	m, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dir))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, t := range m.Tables {
+		if t.Level == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func put(dir string, key []byte, valueFile string) error {
@@ -64,7 +89,7 @@ func put(dir string, key []byte, valueFile string) error {
 	if err != nil {
 		return err
 	}
-	db, err := badger.Open(storeOptions(dir, false))
+	db, err := badger.Open(storeOptions(dir, false).WithCompactL0OnClose(levelZero(dir) >= 7))
 	if err != nil {
 		return err
 	}
