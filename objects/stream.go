@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Streaming values. WriteValue and OpenValue are NewFileValue and ReadValue
@@ -372,10 +374,16 @@ type chunkReader struct {
 }
 
 type chunkRead struct {
-	c    CID
-	data []byte
-	err  error
-	done chan struct{}
+	c     CID
+	taken atomic.Bool // by its goroutine or the reader, which then reads it
+	data  []byte
+	err   error
+	done  chan struct{}
+}
+
+func (cr *chunkRead) run(ctx context.Context, bs BlockStore) {
+	defer close(cr.done)
+	cr.data, cr.err = bs.Get(ctx, cr.c)
 }
 
 // Close waits for the chunk reads under way and drops them.
@@ -390,8 +398,9 @@ func (r *chunkReader) startRead(c CID) *chunkRead {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer close(cr.done)
-		cr.data, cr.err = r.bs.Get(r.ctx, c)
+		if cr.taken.CompareAndSwap(false, true) {
+			cr.run(r.ctx, r.bs)
+		}
 	}()
 	return cr
 }
@@ -410,9 +419,28 @@ func (r *chunkReader) getChunk(c CID, rest []CID) ([]byte, error) {
 	for k := len(r.queue) - 1; k < len(rest) && len(r.queue) <= r.ahead && rest[k].Codec() == CodecRaw; k++ {
 		r.queue = append(r.queue, r.startRead(rest[k]))
 	}
+	// The reader reads the chunk itself when its goroutine has not begun
+	// (on a busy machine it may get no core for a while), or a later one
+	// while it waits for that goroutine.
 	cr := r.queue[0]
 	r.queue = r.queue[1:]
-	<-cr.done
+	for {
+		select {
+		case <-cr.done:
+			return cr.data, cr.err
+		default:
+		}
+		if cr.taken.CompareAndSwap(false, true) {
+			cr.run(r.ctx, r.bs)
+			break
+		}
+		i := slices.IndexFunc(r.queue, func(l *chunkRead) bool { return l.taken.CompareAndSwap(false, true) })
+		if i < 0 {
+			<-cr.done
+			break
+		}
+		r.queue[i].run(r.ctx, r.bs)
+	}
 	return cr.data, cr.err
 }
 

@@ -8,7 +8,9 @@ import (
 	"io"
 	"iter"
 	goruntime "runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/export/tarball"
 	"github.com/agentstate/agentstate/objects"
@@ -39,28 +41,43 @@ func bytesFile(path string, data []byte) tarball.File {
 	return tarball.File{Path: path, Size: int64(len(data)), Data: data}
 }
 
-// Read-ahead of WriteTar: up to readAhead values past the one being
-// written are read (and checked) by fetchers goroutines at once, so reading
-// values, which is mostly hashing them, runs on every core while the tar is
-// written. Only values held in one block (at most objects.ChunkThreshold
-// bytes, as every store writes them) are read whole ahead; a chunked value
-// streams, chunksAhead of its chunks read ahead, so memory stays bounded
-// whatever a value's size.
+// Read-ahead of WriteTar: the values of the next readAhead entries are
+// read (and checked) at once, by helper goroutines and by the writer
+// itself, so reading values, which is mostly hashing them, runs on every
+// core while the tar is written. The writer never waits for a helper to
+// start a value: it reads whatever no helper has taken, the value it needs
+// first, else a later one, and waits only when every value in the window
+// is taken (on a busy machine a helper may get no core for a while, and the
+// tar must not wait on it then). Only values held in one block (at most
+// objects.ChunkThreshold bytes, as every store writes them) are read whole
+// ahead; a chunked value streams, chunksAhead of its chunks read ahead, so
+// memory stays bounded whatever a value's size.
 const readAhead = 8
 
 // chunksAhead is how many chunks of a chunked value are read ahead of the
 // one being written (each at most 256 KiB).
 const chunksAhead = 8
 
-func fetchers() int { return min(max(goruntime.GOMAXPROCS(0), 2), 4) }
+// helpers is how many goroutines read values beside the writer.
+func helpers() int { return min(max(goruntime.GOMAXPROCS(0)-1, 1), 3) }
 
 // fetch is one tree entry's value, read ahead.
 type fetch struct {
-	key  string
-	v    objects.CID
-	file tarball.File
-	err  error
-	done chan struct{}
+	key   string
+	v     objects.CID
+	taken atomic.Bool // by the writer or a helper, which then reads it
+	file  tarball.File
+	err   error
+	done  chan struct{}
+}
+
+func (f *fetch) isDone() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (f *fetch) run(ctx context.Context, bs objects.BlockStore) {
@@ -93,53 +110,71 @@ func (f *fetch) run(ctx context.Context, bs objects.BlockStore) {
 // with the extra (derived) files, their values read ahead (see readAhead).
 func treeFiles(ctx context.Context, bs objects.BlockStore, tree objects.CID, extra []tarball.File) iter.Seq2[tarball.File, error] {
 	return func(yield func(tarball.File, error) bool) {
+		t, err := objects.LoadTree(ctx, bs, tree)
+		if err != nil {
+			yield(tarball.File{}, err)
+			return
+		}
 		ctx, cancel := context.WithCancel(ctx)
-		order := make(chan *fetch, readAhead)
+		next, stop := iter.Pull2(t.Entries(ctx, ""))
 		work := make(chan *fetch, readAhead)
 		var wg sync.WaitGroup
 		defer func() {
+			stop()
 			cancel()
-			for range order { // let the lister end
-			}
+			close(work)
 			wg.Wait() // nothing reads the store once the tar is written
 		}()
-		var listErr error // read once order is closed
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(order)
-			defer close(work)
-			t, err := objects.LoadTree(ctx, bs, tree)
-			if err != nil {
-				listErr = err
-				return
-			}
-			for e, err := range t.Entries(ctx, "") {
-				if err != nil {
-					listErr = err
-					return
-				}
-				f := &fetch{key: e.Key, v: e.Value, done: make(chan struct{})}
-				select {
-				case order <- f:
-				case <-ctx.Done():
-					listErr = ctx.Err()
-					return
-				}
-				work <- f // never blocks long: work holds no more than order
-			}
-		}()
-		for range fetchers() {
+		for range helpers() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for f := range work {
-					f.run(ctx, bs)
+					if f.taken.CompareAndSwap(false, true) {
+						f.run(ctx, bs)
+					}
 				}
 			}()
 		}
-		for f := range order {
-			<-f.done
+		var window []*fetch // listed, not yet yielded, in order
+		listed := false     // every entry is in window or yielded
+		for {
+			for !listed && len(window) < readAhead {
+				e, err, ok := next()
+				if !ok {
+					listed = true
+					break
+				}
+				if err != nil {
+					yield(tarball.File{}, err)
+					return
+				}
+				f := &fetch{key: e.Key, v: e.Value, done: make(chan struct{})}
+				window = append(window, f)
+				select {
+				case work <- f:
+				default: // the helpers are behind: the writer reads it
+				}
+			}
+			if len(window) == 0 {
+				break
+			}
+			f := window[0]
+			for !f.isDone() {
+				if f.taken.CompareAndSwap(false, true) {
+					f.run(ctx, bs)
+					break
+				}
+				// A helper is reading f: read a later value meanwhile,
+				// or, when all are taken, wait.
+				i := slices.IndexFunc(window[1:], func(g *fetch) bool { return g.taken.CompareAndSwap(false, true) })
+				if i < 0 {
+					<-f.done
+					break
+				}
+				window[1+i].run(ctx, bs)
+			}
+			window = window[1:]
 			if f.err != nil {
 				yield(tarball.File{}, f.err)
 				return
@@ -153,10 +188,6 @@ func treeFiles(ctx context.Context, bs objects.BlockStore, tree objects.CID, ext
 			if !yield(f.file, nil) {
 				return
 			}
-		}
-		if listErr != nil {
-			yield(tarball.File{}, listErr)
-			return
 		}
 		for _, f := range extra {
 			if !yield(f, nil) {
