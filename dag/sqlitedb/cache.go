@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/agentstate/agentstate/objects"
 )
@@ -49,6 +48,11 @@ func (p *Pages) chunkNode(ctx context.Context, c objects.CID, depth int) (*chunk
 		}
 	}
 	data, err := p.bs.Get(ctx, c)
+	return p.decodeNode(c, depth, data, err)
+}
+
+// decodeNode checks and decodes chunk node c (at depth) read as data, err.
+func (p *Pages) decodeNode(c objects.CID, depth int, data []byte, err error) (*chunkNode, error) {
 	if err != nil {
 		if depth == 0 {
 			return nil, fmt.Errorf("sqlitedb: reading value %s: %w", c, err)
@@ -92,39 +96,54 @@ func (p *Pages) chunkNodes(ctx context.Context, links []objects.CID, depth int) 
 		return nil, err
 	}
 	errs := make([]error, len(links))
-	workers := min(len(todo), runtime.GOMAXPROCS(0))
-	if workers <= 1 {
-		for _, i := range todo {
-			if out[i], errs[i] = p.chunkNode(ctx, links[i], depth); errs[i] != nil {
-				return nil, errs[i]
-			}
-		}
-		return out, nil
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= len(todo) || ctx.Err() != nil {
+	// Each worker reads a share of them, in one pass of the store where
+	// the store can.
+	workers := max(min(len(todo)/4, runtime.GOMAXPROCS(0)), 1)
+	br, batch := p.bs.(objects.BlockBatchReader)
+	read := func(share []int) {
+		if !batch || len(share) < 2 {
+			for _, i := range share {
+				if out[i], errs[i] = p.chunkNode(ctx, links[i], depth); errs[i] != nil {
 					return
 				}
-				i := todo[k]
-				out[i], errs[i] = p.chunkNode(ctx, links[i], depth)
 			}
-		}()
+			return
+		}
+		cids := make([]objects.CID, len(share))
+		for k, i := range share {
+			cids[k] = links[i]
+		}
+		if err := br.GetBatch(ctx, cids, func(k int, data []byte, err error) {
+			i := share[k]
+			out[i], errs[i] = p.decodeNode(links[i], depth, data, err)
+		}); err != nil {
+			errs[share[0]] = err
+		}
 	}
-	wg.Wait()
+	if workers == 1 {
+		read(todo)
+	} else {
+		var wg sync.WaitGroup
+		per := (len(todo) + workers - 1) / workers
+		for lo := 0; lo < len(todo); lo += per {
+			wg.Add(1)
+			go func(share []int) {
+				defer wg.Done()
+				read(share)
+			}(todo[lo:min(lo+per, len(todo))])
+		}
+		wg.Wait()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for _, i := range todo {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+		if out[i] == nil {
+			return nil, fmt.Errorf("sqlitedb: chunk list %s of value %s was not read", links[i], p.value)
+		}
 	}
 	return out, nil
 }
