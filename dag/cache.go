@@ -17,7 +17,6 @@ type CommitCache struct {
 	objects.BlockStore
 	nodes   *objects.NodeCache
 	decoded *genCache // what readers decoded from blocks (decoded.go)
-	bundles *genCache // trees' bundle hashes, from commit-graph records
 
 	mu      sync.Mutex
 	entries map[objects.CID]cachedCommit
@@ -31,6 +30,9 @@ type CommitCache struct {
 type cachedCommit struct {
 	cm   *objects.Commit
 	data []byte
+	// bundle is the bundle hash of the commit's tree when its commit-graph
+	// record held it (nil: not known here).
+	bundle *objects.BundleHash
 }
 
 // nodeCacheBytes bounds the tree nodes a CommitCache keeps (as encoded).
@@ -38,7 +40,7 @@ const nodeCacheBytes = 16 << 20
 
 // WithCommitCache returns bs with a cache of up to max decoded commits.
 func WithCommitCache(bs objects.BlockStore, max int) *CommitCache {
-	return &CommitCache{BlockStore: bs, nodes: objects.NewNodeCache(nodeCacheBytes), decoded: newGenCache(decodedBytes), bundles: newGenCache(bundleBytes), entries: map[objects.CID]cachedCommit{}, max: max}
+	return &CommitCache{BlockStore: bs, nodes: objects.NewNodeCache(nodeCacheBytes), decoded: newGenCache(decodedBytes), entries: map[objects.CID]cachedCommit{}, max: max}
 }
 
 // GetBatch reads blocks as objects.BlockBatchReader says: in one pass of
@@ -64,32 +66,6 @@ func (c *CommitCache) UseGraph(gs GraphStore) { c.graph = gs }
 // HasGraph reports whether log walks through c read a commit graph.
 func (c *CommitCache) HasGraph() bool { return c.graph != nil }
 
-// bundleBytes bounds the bundle hashes a CommitCache keeps (bundleCost
-// each): a log walk notes each commit's as it reads its record, and asks for
-// it at once.
-const (
-	bundleBytes = 4 << 20
-	bundleCost  = 96
-)
-
-// NoteBundle keeps h as the bundle hash of tree (objects.HashLeaves of its
-// leaves): a commit-graph record holds it, which its writer computed. A
-// tree's CID names its keys and every value's content hash, so its bundle
-// hash never changes.
-func (c *CommitCache) NoteBundle(tree objects.CID, h objects.BundleHash) {
-	c.bundles.add(tree, h, bundleCost)
-}
-
-// KnownBundle returns the bundle hash of tree noted with NoteBundle, if
-// still held.
-func (c *CommitCache) KnownBundle(tree objects.CID) (objects.BundleHash, bool) {
-	v, ok := c.bundles.get(tree)
-	if !ok {
-		return objects.BundleHash{}, false
-	}
-	return v.(objects.BundleHash), true
-}
-
 // Nodes is the cache of decoded tree nodes.
 func (c *CommitCache) Nodes() *objects.NodeCache { return c.nodes }
 
@@ -105,6 +81,24 @@ func (c *CommitCache) get(id objects.CID) (*objects.Commit, []byte, bool) {
 }
 
 func (c *CommitCache) keep(id objects.CID, cm *objects.Commit, data []byte) {
+	c.keepBundle(id, cm, data, nil)
+}
+
+// getBundle is get with the bundle hash kept with the commit (nil: none).
+func (c *CommitCache) getBundle(id objects.CID) (*objects.Commit, *objects.BundleHash, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[id]
+	if !ok {
+		return nil, nil, false
+	}
+	cm := *e.cm // callers get their own struct
+	return &cm, e.bundle, true
+}
+
+// keepBundle is keep with the bundle hash of the commit's tree, when a
+// commit-graph record held it.
+func (c *CommitCache) keepBundle(id objects.CID, cm *objects.Commit, data []byte, bundle *objects.BundleHash) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
@@ -116,7 +110,7 @@ func (c *CommitCache) keep(id objects.CID, cm *objects.Commit, data []byte) {
 		}
 	}
 	kept := *cm
-	c.entries[id] = cachedCommit{cm: &kept, data: data}
+	c.entries[id] = cachedCommit{cm: &kept, data: data, bundle: bundle}
 }
 
 // Forget drops cached commits, nodes and decoded blocks (gc calls it for the blocks it

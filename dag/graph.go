@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"iter"
-	"strconv"
 	"strings"
 
 	"github.com/agentstate/agentstate/objects"
@@ -79,9 +78,19 @@ func GraphRecordSeq(name string) (uint64, bool) {
 	if !ok || len(h) != 16 {
 		return 0, false
 	}
-	x, err := strconv.ParseUint(h, 16, 64)
-	if err != nil || fmt.Sprintf("%016x", x) != h {
-		return 0, false
+	// Sixteen lower-case hexadecimal digits and nothing else: the one
+	// spelling of each number (a walk reads a name per commit, so no fmt).
+	var x uint64
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case c >= '0' && c <= '9':
+			x = x<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			x = x<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
 	}
 	return ^x, true
 }
@@ -214,9 +223,8 @@ type GraphScanner interface {
 // keeping those it passes that the walk has not asked for yet, up to
 // maxPending; a record far from the pass, or already passed, is looked up.
 type graphReader struct {
-	gs      GraphStore
-	hint    map[objects.CID]uint64 // a commit's record number, from a child's record
-	bundles *CommitCache           // where the bundle hashes records hold are noted
+	gs   GraphStore
+	hint map[objects.CID]uint64 // a commit's record number, from a child's record
 
 	scan    GraphScanner
 	next    func() (string, []byte, bool) // the pass in progress (nil: none)
@@ -236,42 +244,40 @@ const (
 	scanAfter = 16
 )
 
-// read returns c's commit from the graph, or ok false when the graph has
-// no usable record of it.
-func (g *graphReader) read(ctx context.Context, c objects.CID) (*objects.Commit, []byte, bool) {
+// read returns c's commit from the graph, its bytes and the bundle hash
+// its record holds (nil: none), or ok false when the graph has no usable
+// record of it.
+func (g *graphReader) read(ctx context.Context, c objects.CID) (*objects.Commit, []byte, *objects.BundleHash, bool) {
 	seq, ok := g.hint[c]
 	if ok {
 		delete(g.hint, c)
 	} else {
 		v, found, err := g.gs.GetMeta(ctx, GraphIndexName(c))
 		if err != nil || !found {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
 		if seq, ok = DecodeGraphIndex(v); !ok {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
 	}
 	v, ok := g.record(ctx, seq)
 	if !ok {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	rec, err := DecodeGraphRecord(v)
 	if err != nil {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	id, cm, err := rec.Check()
 	if err != nil || id != c {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	for i, p := range rec.ParentSeqs {
 		if p != 0 {
 			g.hint[cm.Parents[i]] = p - 1
 		}
 	}
-	if rec.Bundle != nil && g.bundles != nil {
-		g.bundles.NoteBundle(cm.Tree, *rec.Bundle)
-	}
-	return cm, rec.Commit, true
+	return cm, rec.Commit, rec.Bundle, true
 }
 
 // record returns record number seq's bytes.
@@ -350,7 +356,7 @@ func newCommitReader(bs objects.BlockStore) *commitReader {
 	rd := &commitReader{bs: bs}
 	rd.cache, _ = bs.(*CommitCache)
 	if rd.cache != nil && rd.cache.graph != nil {
-		rd.graph = &graphReader{gs: rd.cache.graph, hint: map[objects.CID]uint64{}, bundles: rd.cache}
+		rd.graph = &graphReader{gs: rd.cache.graph, hint: map[objects.CID]uint64{}}
 		rd.graph.scan, _ = rd.cache.graph.(GraphScanner)
 	}
 	return rd
@@ -363,19 +369,23 @@ func (rd *commitReader) close() {
 	}
 }
 
-func (rd *commitReader) read(ctx context.Context, c objects.CID) (*objects.Commit, error) {
+// read returns commit c and the bundle hash of its tree when its
+// commit-graph record held it (nil: not known here).
+func (rd *commitReader) read(ctx context.Context, c objects.CID) (*objects.Commit, *objects.BundleHash, error) {
 	if rd.graph == nil || c.Codec() != objects.CodecDagCBOR {
-		return ReadCommit(ctx, rd.bs, c)
+		cm, err := ReadCommit(ctx, rd.bs, c)
+		return cm, nil, err
 	}
-	if cm, _, ok := rd.cache.get(c); ok {
-		return cm, nil
+	if cm, bundle, ok := rd.cache.getBundle(c); ok {
+		return cm, bundle, nil
 	}
-	if cm, data, ok := rd.graph.read(ctx, c); ok {
+	if cm, data, bundle, ok := rd.graph.read(ctx, c); ok {
 		// Kept, as ReadCommit keeps what it reads: a served store's next
 		// log, and the reads that follow a walk's (log --tasks reads each
 		// task's commits again), find them in the cache.
-		rd.cache.keep(c, cm, data)
-		return cm, nil
+		rd.cache.keepBundle(c, cm, data, bundle)
+		return cm, bundle, nil
 	}
-	return ReadCommit(ctx, rd.bs, c)
+	cm, err := ReadCommit(ctx, rd.bs, c)
+	return cm, nil, err
 }

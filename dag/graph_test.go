@@ -99,3 +99,19 @@ func TestGraphRecordVectorBundle(t *testing.T) {
 		}
 	}
 }
+
+// A record's name holds its number in one spelling only: sixteen
+// lower-case hexadecimal digits.
+func TestGraphRecordSeqSpelling(t *testing.T) {
+	for _, seq := range []uint64{0, 1, 5, 1 << 40, ^uint64(0)} {
+		if got, ok := dag.GraphRecordSeq(dag.GraphRecordName(seq)); !ok || got != seq {
+			t.Fatalf("record %d: %d %v", seq, got, ok)
+		}
+	}
+	for _, name := range []string{"cgraph/r/FFFFFFFFFFFFFFFA", "cgraph/r/+ffffffffffffffa", "cgraph/r/fffffffffffffffa0",
+		"cgraph/r/ffffffffffffff", "cgraph/r/0x fffffffffffff", "cgraph/i/fffffffffffffffa", "cgraph/r/fffffffffffffffg"} {
+		if seq, ok := dag.GraphRecordSeq(name); ok {
+			t.Errorf("%q read as record %d", name, seq)
+		}
+	}
+}

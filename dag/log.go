@@ -15,6 +15,9 @@ type LogEntry struct {
 	// Cut lists the commit's parents a forget cut (LogOptions.Cut): history
 	// below them is gone.
 	Cut []objects.CID
+	// Bundle is the bundle hash of the commit's tree when its commit-graph
+	// record held it (nil: not known from the walk).
+	Bundle *objects.BundleHash
 }
 
 // LogOptions tune LogWith.
@@ -97,12 +100,12 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 	return func(yield func(LogEntry, error) bool) {
 		rd := newCommitReader(bs)
 		defer rd.close()
-		cm, err := rd.read(ctx, start)
+		cm, bundle, err := rd.read(ctx, start)
 		if err != nil {
 			yield(LogEntry{}, err)
 			return
 		}
-		q, seen, err := startLog(ctx, rd, start, cm, o)
+		q, seen, err := startLog(ctx, rd, LogEntry{CID: start, Commit: cm, Bundle: bundle}, o)
 		if err == nil {
 			err = walkLog(ctx, rd, q, seen, o, yield)
 		}
@@ -113,20 +116,20 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 }
 
 // startLog is a walk's first queue: start and the islands not newer.
-func startLog(ctx context.Context, rd *commitReader, start objects.CID, cm *objects.Commit, o LogOptions) (*logQueue, map[objects.CID]bool, error) {
-	seen := map[objects.CID]bool{start: true}
-	q := &logQueue{{CID: start, Commit: cm}}
+func startLog(ctx context.Context, rd *commitReader, start LogEntry, o LogOptions) (*logQueue, map[objects.CID]bool, error) {
+	seen := map[objects.CID]bool{start.CID: true}
+	q := &logQueue{start}
 	for _, id := range o.Islands {
 		if seen[id] {
 			continue
 		}
-		ic, err := rd.read(ctx, id)
+		ic, bundle, err := rd.read(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
-		if ic.Time <= cm.Time {
+		if ic.Time <= start.Commit.Time {
 			seen[id] = true
-			q.push(LogEntry{CID: id, Commit: ic})
+			q.push(LogEntry{CID: id, Commit: ic, Bundle: bundle})
 		}
 	}
 	return q, seen, nil
@@ -139,6 +142,7 @@ func startLog(ctx context.Context, rd *commitReader, start objects.CID, cm *obje
 // order is the same).
 func walkLog(ctx context.Context, rd *commitReader, q *logQueue, seen map[objects.CID]bool, o LogOptions,
 	yield func(LogEntry, error) bool) error {
+	var bucket []LogEntry // reused: a linear history makes one a commit
 	for q.Len() > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -149,7 +153,8 @@ func walkLog(ctx context.Context, rd *commitReader, q *logQueue, seen map[object
 		// ancestor: it goes first, alone (a linear history, even one
 		// written within one second, never gathers a bucket).
 		t := (*q)[0].Commit.Time
-		var bucket []LogEntry
+		clear(bucket)
+		bucket = bucket[:0]
 		for q.Len() > 0 && (*q)[0].Commit.Time == t {
 			bucket = append(bucket, q.pop())
 		}
@@ -163,7 +168,7 @@ func walkLog(ctx context.Context, rd *commitReader, q *logQueue, seen map[object
 				if seen[p] {
 					continue
 				}
-				pc, err := rd.read(ctx, p)
+				pc, bundle, err := rd.read(ctx, p)
 				if err != nil && o.Gone != nil && o.Gone(bucket[i].CID, p) && isMissing(err) {
 					bucket[i].Cut = append(bucket[i].Cut, p)
 					continue
@@ -173,9 +178,9 @@ func walkLog(ctx context.Context, rd *commitReader, q *logQueue, seen map[object
 				}
 				seen[p] = true
 				if pc.Time == t && expand {
-					bucket = append(bucket, LogEntry{CID: p, Commit: pc})
+					bucket = append(bucket, LogEntry{CID: p, Commit: pc, Bundle: bundle})
 				} else {
-					q.push(LogEntry{CID: p, Commit: pc})
+					q.push(LogEntry{CID: p, Commit: pc, Bundle: bundle})
 				}
 			}
 		}

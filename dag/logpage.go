@@ -26,11 +26,11 @@ func LogPage(ctx context.Context, bs objects.BlockStore, start objects.CID, fron
 	rd := newCommitReader(bs)
 	defer rd.close()
 	if frontier == nil {
-		cm, err := rd.read(ctx, start)
+		cm, bundle, err := rd.read(ctx, start)
 		if err != nil {
 			return nil, err
 		}
-		if q, seen, err = startLog(ctx, rd, start, cm, o); err != nil {
+		if q, seen, err = startLog(ctx, rd, LogEntry{CID: start, Commit: cm, Bundle: bundle}, o); err != nil {
 			return nil, err
 		}
 	} else {
@@ -43,12 +43,12 @@ func LogPage(ctx context.Context, bs objects.BlockStore, start objects.CID, fron
 			if queued[id] {
 				continue
 			}
-			cm, err := rd.read(ctx, id)
+			cm, bundle, err := rd.read(ctx, id)
 			if err != nil {
 				return nil, err
 			}
 			queued[id], seen[id] = true, true
-			q.push(LogEntry{CID: id, Commit: cm})
+			q.push(LogEntry{CID: id, Commit: cm, Bundle: bundle})
 		}
 	}
 	var verr error

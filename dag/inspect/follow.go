@@ -64,7 +64,7 @@ func (v *View) Moved(ctx context.Context, agent string, from, to objects.CID, pa
 				continue
 			}
 		}
-		c, err := v.commitOf(ctx, le.CID, le.Commit)
+		c, err := v.entryCommit(ctx, le)
 		if err != nil {
 			return Move{}, err
 		}

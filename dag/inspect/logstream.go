@@ -93,7 +93,7 @@ func (v *View) logWalk(ctx context.Context, agent string, o LogOptions, fn func(
 		c := v.commitNoHash(le.CID, le.Commit)
 		if !o.NoBundleHash {
 			var err error
-			if c, err = v.commitOf(ctx, le.CID, le.Commit); err != nil {
+			if c, err = v.entryCommit(ctx, le); err != nil {
 				return out, err
 			}
 		}
@@ -104,4 +104,16 @@ func (v *View) logWalk(ctx context.Context, agent string, o LogOptions, fn func(
 		}
 	}
 	return out, nil
+}
+
+// entryCommit is commitOf for a commit a log walk gave: its bundle hash
+// from its commit-graph record when that held it (no tree is read), else
+// from its tree.
+func (v *View) entryCommit(ctx context.Context, le dag.LogEntry) (Commit, error) {
+	if le.Bundle == nil {
+		return v.commitOf(ctx, le.CID, le.Commit)
+	}
+	c := v.commitNoHash(le.CID, le.Commit)
+	c.BundleHash = le.Bundle.String()
+	return c, nil
 }

@@ -160,7 +160,7 @@ func (v *View) logPageOnce(ctx context.Context, agent string, o LogPageOptions) 
 			return false, err
 		}
 		if ok {
-			c, err := v.commitOf(ctx, le.CID, le.Commit)
+			c, err := v.entryCommit(ctx, le)
 			if err != nil {
 				return false, err
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
 )
 
@@ -164,15 +163,6 @@ func (o *blockOverlay) Nodes() *objects.NodeCache {
 		return nc.Nodes()
 	}
 	return nil
-}
-
-// knownBundle returns tree's bundle hash when a commit-graph record this
-// process read held it.
-func (r *Repo) knownBundle(tree objects.CID) (objects.BundleHash, bool) {
-	if cc, ok := r.Blocks.(*dag.CommitCache); ok {
-		return cc.KnownBundle(tree)
-	}
-	return objects.BundleHash{}, false
 }
 
 // recordBundle is a record's bundle hash, for verify.
