@@ -176,7 +176,7 @@ func runLog(ctx context.Context, o logOptions, args []string, out io.Writer) err
 		}
 		printed++
 		if jw != nil {
-			return jw.add(c)
+			return jw.addCommit(c)
 		}
 		if decos == nil {
 			var err error

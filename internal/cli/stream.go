@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/internal/termsafe"
 )
 
@@ -53,6 +54,7 @@ type jsonArrayWriter struct {
 	w   io.Writer
 	n   int
 	buf bytes.Buffer
+	raw []byte // addCommit's
 }
 
 func (j *jsonArrayWriter) add(v any) error {
@@ -71,6 +73,21 @@ func (j *jsonArrayWriter) add(v any) error {
 	j.buf.Truncate(j.buf.Len() - 1) // Encode's newline
 	j.n++
 	_, err := j.w.Write(termsafe.JSON(j.buf.Bytes()))
+	return err
+}
+
+// addCommit is add for a commit of the read model's log, encoded without
+// reflection (appendCommitJSON).
+func (j *jsonArrayWriter) addCommit(c inspect.Commit) error {
+	b := j.raw[:0]
+	if j.n == 0 {
+		b = append(b, "[\n  "...)
+	} else {
+		b = append(b, ",\n  "...)
+	}
+	j.raw = appendCommitJSON(b, c)
+	j.n++
+	_, err := j.w.Write(termsafe.JSON(j.raw))
 	return err
 }
 
