@@ -220,7 +220,7 @@ func Walk(ctx context.Context, bs objects.BlockStore, commits []objects.CID, opt
 				}
 				continue
 			}
-			f := got[i] // read and decoded above: t was neither reached nor held then
+			f := got[i]  // read and decoded above: t was neither reached nor held then
 			if !f.read { // not so: a walk's set and Held only ever grow
 				one := []fetchedNode{{read: true}}
 				one[0].data, one[0].err = bs.Get(ctx, t)

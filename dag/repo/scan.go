@@ -131,6 +131,7 @@ func scanStore(ctx context.Context, sc objects.BlockScanner, bs objects.BlockSto
 	if err != nil {
 		return nil, err
 	}
+	s.index.seal()
 	s.nodes = make([][]byte, len(s.sizes))
 	for i, d := range kept {
 		s.nodes[i] = d
@@ -228,30 +229,28 @@ func slotOf(id *blockID, mask uint64) uint64 {
 }
 
 // add puts id at the next place and returns that place (id is not in x).
+// The table is built once, by seal, when every block is in.
 func (x *blockIndex) add(id blockID) uint32 {
-	if 4*(len(x.ids)+1) > 3*len(x.slots) {
-		x.grow()
-	}
-	i := uint32(len(x.ids))
 	x.ids = append(x.ids, id)
-	x.put(i)
-	return i
+	return uint32(len(x.ids) - 1)
 }
 
-func (x *blockIndex) put(i uint32) {
-	mask := uint64(len(x.slots) - 1)
-	for h := slotOf(&x.ids[i], mask); ; h = (h + 1) & mask {
-		if x.slots[h].p == 0 {
-			x.slots[h] = indexSlot{id: x.ids[i], p: i + 1}
-			return
-		}
+// seal builds the table of every block added: at most three quarters
+// full, its size a power of two.
+func (x *blockIndex) seal() {
+	n := 1024
+	for 3*n < 4*len(x.ids) {
+		n *= 2
 	}
-}
-
-func (x *blockIndex) grow() {
-	x.slots = make([]indexSlot, max(1024, 2*len(x.slots)))
+	x.slots = make([]indexSlot, n)
+	mask := uint64(n - 1)
 	for i := range x.ids {
-		x.put(uint32(i))
+		for h := slotOf(&x.ids[i], mask); ; h = (h + 1) & mask {
+			if x.slots[h].p == 0 {
+				x.slots[h] = indexSlot{id: x.ids[i], p: uint32(i) + 1}
+				break
+			}
+		}
 	}
 }
 
