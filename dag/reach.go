@@ -97,7 +97,9 @@ type WalkOptions struct {
 	// core first (verify: decoding is most of a node's check); the checks
 	// where each sits, and the rest, stay in order on the walk's own
 	// goroutine. The blocks are still read on that goroutine (bs need not
-	// be safe for concurrent use).
+	// be safe for concurrent use). It reaches what the walk node by node
+	// reaches and finds the same problems, which it may list in another
+	// order (siblings of a batch come before their children).
 	Ahead bool
 	// SizeHint, when set, is about how many blocks the walk may reach (a
 	// scanned store's count): the set it returns is made that size at once
