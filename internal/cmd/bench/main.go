@@ -198,6 +198,7 @@ var workloads = []workload{
 	{25, "du of a store of about 607k blocks (CLI)", w25Du},
 	{26, "verify of about 607k blocks vs sha256 of the same bytes (CLI)", w26Verify},
 	{29, "diff --stat and --sql of two versions of a 64 MiB memory.db one row apart vs sqldiff", w29RowDiffOne},
+	{30, "export of a brain holding a 64 MiB memory.db (library)", w30ExportDB},
 }
 
 // row is one line of the result table. Times are in the unit the row says.
