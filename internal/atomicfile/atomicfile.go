@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -90,6 +91,9 @@ func (f *File) Commit(path string) error {
 		err = cerr
 	}
 	if err == nil {
+		err = replaceable(path)
+	}
+	if err == nil {
 		err = os.Rename(f.Name(), path)
 	}
 	if err != nil {
@@ -104,6 +108,47 @@ func (f *File) Commit(path string) error {
 		return fmt.Errorf("atomicfile: writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// ErrNotAFile: Commit's target exists and is neither a regular file nor a
+// symbolic link (a device, a FIFO, a socket, a directory). A rename would
+// put a regular file in its place (export -o /dev/null once replaced the
+// device), so Commit refuses; writing into such a file is its caller's
+// choice, not a replacement.
+var ErrNotAFile = errors.New("not a regular file")
+
+// replaceable says whether a rename may replace path: it does not exist, or
+// it is a regular file or a symbolic link (the link is replaced, as a
+// rename does).
+func replaceable(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if m := fi.Mode(); !m.IsRegular() && m&fs.ModeSymlink == 0 {
+		return fmt.Errorf("%w (%s)", ErrNotAFile, kind(m))
+	}
+	return nil
+}
+
+// kind names a file's type for a message.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }
 
 // Abort closes and removes the temporary file unless Commit succeeded.

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
@@ -38,7 +40,7 @@ func (e *env) runExport(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return writeOutput(e.path(c.String("output")), e.stdout, func(w io.Writer) error {
+		return e.writeOutput(c.String("output"), func(w io.Writer) error {
 			if pc := progress.Start(e.ctx, -1); pc != nil {
 				w = countingWriter{w, pc} // progress: the bytes written
 			}
@@ -90,22 +92,86 @@ func (e *env) runExport(c *cli.Context) error {
 	})
 }
 
-// writeOutput writes what fn writes to path atomically and durably (a
-// temporary file beside it, fsynced and renamed over it; mode 0600), or to
-// stdout for "-". When fn fails, path is left as it was.
-func writeOutput(path string, stdout io.Writer, fn func(io.Writer) error) error {
-	if path == "-" {
-		return writeBuffered(stdout, fn)
+// writeOutput writes what fn writes to the file a command line names
+// (relative to the command's directory), under one rule, the output side
+// of openInput's. "-" is stdout. A regular file, or a path that does not
+// exist, is replaced atomically and durably (a temporary file beside it,
+// fsynced and renamed over it; mode 0600): when fn fails, it is left as it
+// was. In the user's own process an existing stream (a FIFO, a character
+// device such as /dev/null or /dev/stdout), named directly or through a
+// symlink, is written into, as a shell's redirection would: there is
+// nothing to replace. A directory, a socket or a block device is refused.
+// A server running a client's command writes only by replacement, never
+// into a stream or a device (they would be the server's own: /dev/stdout,
+// a FIFO nobody reads would hold the server), and never under /dev or /proc.
+func (e *env) writeOutput(dst string, fn func(io.Writer) error) error {
+	if dst == "-" {
+		return writeBuffered(e.stdout, fn)
+	}
+	path := e.path(dst)
+	refused := func(what string) error {
+		if e.served != nil {
+			return fmt.Errorf("%s is %s: a served store's server writes only a regular file a client names (or - for stdout)", dst, what)
+		}
+		return fmt.Errorf("%s is %s: not a regular file or a stream to write", dst, what)
+	}
+	if e.served != nil && (strings.HasPrefix(path, "/dev/") || strings.HasPrefix(path, "/proc/")) {
+		return refused("under /dev or /proc")
+	}
+	if fi, err := os.Stat(path); err == nil {
+		m := fi.Mode()
+		switch {
+		case m.IsRegular():
+		case e.served == nil && (m&os.ModeNamedPipe != 0 || m&os.ModeCharDevice != 0):
+			return writeStream(path, fn)
+		default:
+			return refused(fileKind(m))
+		}
 	}
 	f, err := atomicfile.Create(filepath.Dir(path), ".agentstate-out-*", 0o600)
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", path, err)
+		return fmt.Errorf("creating %s: %w", dst, err)
 	}
 	defer f.Abort()
 	if err := writeBuffered(f, fn); err != nil {
 		return err
 	}
 	return f.Commit(path)
+}
+
+// writeStream writes what fn writes into the FIFO or device at path,
+// opened for writing as it is (no creation, no truncation); it checks
+// again, on what it opened, that it is one.
+func writeStream(path string, fn func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) == 0 {
+		return fmt.Errorf("%s changed while it was opened: not a FIFO or a character device", path)
+	}
+	if err := writeBuffered(f, fn); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// fileKind names a file's type for a message.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file"
 }
 
 // writeBuffered runs fn on a 1 MiB buffer in front of w and flushes it.

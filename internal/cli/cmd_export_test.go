@@ -6,8 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
+
+// writeOutput is env.writeOutput in the user's own process.
+func writeOutput(path string, stdout io.Writer, fn func(io.Writer) error) error {
+	return (&env{stdout: stdout}).writeOutput(path, fn)
+}
 
 func TestWriteOutput(t *testing.T) {
 	dir := t.TempDir()
@@ -47,6 +53,16 @@ func TestWriteOutput(t *testing.T) {
 	}
 	if err := writeOutput(filepath.Join(dir, "missing", "x"), nil, write("x")); err == nil {
 		t.Error("writing into a missing directory succeeded")
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOutput(sub, nil, write("x")); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("writing over a directory: %v, want a refusal naming a directory", err)
+	}
+	if fi, err := os.Stat(sub); err != nil || !fi.IsDir() {
+		t.Errorf("the directory is gone: %v, %v", fi, err)
 	}
 }
 
