@@ -129,13 +129,13 @@ func replaceable(path string) error {
 		return err
 	}
 	if m := fi.Mode(); !m.IsRegular() && m&fs.ModeSymlink == 0 {
-		return fmt.Errorf("%w (%s)", ErrNotAFile, kind(m))
+		return fmt.Errorf("%w (%s)", ErrNotAFile, Kind(m))
 	}
 	return nil
 }
 
-// kind names a file's type for a message.
-func kind(m fs.FileMode) string {
+// Kind names a file's type for a message ("a FIFO", "a directory", ...).
+func Kind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
@@ -146,7 +146,7 @@ func kind(m fs.FileMode) string {
 	case m&fs.ModeCharDevice != 0:
 		return "a character device"
 	case m&fs.ModeDevice != 0:
-		return "a device"
+		return "a block device"
 	}
 	return "not a regular file"
 }

@@ -125,7 +125,7 @@ func (e *env) writeOutput(dst string, fn func(io.Writer) error) error {
 		case e.served == nil && (m&os.ModeNamedPipe != 0 || m&os.ModeCharDevice != 0):
 			return writeStream(path, fn)
 		default:
-			return refused(fileKind(m))
+			return refused(atomicfile.Kind(m))
 		}
 	}
 	f, err := atomicfile.Create(filepath.Dir(path), ".agentstate-out-*", 0o600)
@@ -155,23 +155,6 @@ func writeStream(path string, fn func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
-}
-
-// fileKind names a file's type for a message.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	}
-	return "not a regular file"
 }
 
 // writeBuffered runs fn on a 1 MiB buffer in front of w and flushes it.

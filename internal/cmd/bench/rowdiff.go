@@ -28,40 +28,13 @@ func w17RowDiff(ctx context.Context, cfg *config, m *machineFigures) ([]row, err
 	if err != nil {
 		return nil, err
 	}
-	base := filepath.Join(cfg.work, "rowdiff")
-	brain, store := filepath.Join(base, "brain"), filepath.Join(base, "store")
-	if err := os.MkdirAll(brain, 0o755); err != nil {
-		return nil, err
-	}
-	db, err := genSQLite(ctx, cfg.sqlite3, filepath.Join(brain, "memory.db"), cfg.dbBytes, 17)
+	v, err := twoVersions(ctx, cfg, r, "rowdiff", 17, func(db *sqliteDB) error {
+		return db.mutate(ctx, max(int(cfg.dbBytes/4096/125), 1), 8)
+	})
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "init"); err != nil {
-		return nil, err
-	}
-	var versions [2][]byte
-	for v := range 2 {
-		if v > 0 {
-			if err := db.mutate(ctx, max(int(cfg.dbBytes/4096/125), 1), 8); err != nil {
-				return nil, err
-			}
-		}
-		if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "commit", "-m", fmt.Sprintf("version %d", v), brain); err != nil {
-			return nil, err
-		}
-		if versions[v], err = os.ReadFile(db.path); err != nil {
-			return nil, err
-		}
-	}
-	changed := changedPages(versions[0], versions[1], 4096)
-	oldDir, newDir := filepath.Join(base, "old"), filepath.Join(base, "new")
-	for _, c := range [][2]string{{"HEAD~1", oldDir}, {"HEAD", newDir}} {
-		if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "checkout", c[0], c[1]); err != nil {
-			return nil, err
-		}
-	}
-	oldDB, newDB := filepath.Join(oldDir, "memory.db"), filepath.Join(newDir, "memory.db")
+	base, store, versions, changed, oldDB, newDB := v.base, v.store, v.versions, v.changed, v.oldDB, v.newDB
 	// The oracle, once.
 	sql, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "diff", "--sql", "HEAD~1", "HEAD")
 	if err != nil {
@@ -249,4 +222,54 @@ func w18RowLog(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 	return []row{{id: "18", name: fmt.Sprintf("log --row over %d tasks of a %s memory.db", tasks, fmtBytes(cfg.dbBytes)),
 		as: fmtDur(am), git: "-", restic: "-", ratio: "-", target: fmt.Sprintf("<= %s", limit), verdict: verdictMax(float64(am), float64(limit)),
 		note: fmt.Sprintf("%d commits changed the value, %d of them the row; a new process each run; building the history took %s", tasks, versions, build.Round(time.Second))}}, nil
+}
+
+// dbVersions is a store holding two commits of a generated memory.db (the
+// second changed by a workload's edit) and both checked out.
+type dbVersions struct {
+	base, store  string
+	versions     [2][]byte
+	changed      int // pages that differ
+	oldDB, newDB string
+}
+
+// twoVersions builds, under cfg.work/name, a memory.db from seed, commits
+// it, changes it with edit, commits it again, and checks out both commits
+// (the files sqldiff and sqlite3 read).
+func twoVersions(ctx context.Context, cfg *config, r *runner, name string, seed uint64, edit func(*sqliteDB) error) (dbVersions, error) {
+	v := dbVersions{base: filepath.Join(cfg.work, name)}
+	brain := filepath.Join(v.base, "brain")
+	v.store = filepath.Join(v.base, "store")
+	if err := os.MkdirAll(brain, 0o755); err != nil {
+		return v, err
+	}
+	db, err := genSQLite(ctx, cfg.sqlite3, filepath.Join(brain, "memory.db"), cfg.dbBytes, seed)
+	if err != nil {
+		return v, err
+	}
+	if _, _, err := r.run(ctx, v.base, nil, cfg.bin, "--store", v.store, "init"); err != nil {
+		return v, err
+	}
+	for i := range 2 {
+		if i > 0 {
+			if err := edit(db); err != nil {
+				return v, err
+			}
+		}
+		if _, _, err := r.run(ctx, v.base, nil, cfg.bin, "--store", v.store, "commit", "-m", fmt.Sprintf("version %d", i), brain); err != nil {
+			return v, err
+		}
+		if v.versions[i], err = os.ReadFile(db.path); err != nil {
+			return v, err
+		}
+	}
+	v.changed = changedPages(v.versions[0], v.versions[1], 4096)
+	oldDir, newDir := filepath.Join(v.base, "old"), filepath.Join(v.base, "new")
+	for _, c := range [][2]string{{"HEAD~1", oldDir}, {"HEAD", newDir}} {
+		if _, _, err := r.run(ctx, v.base, nil, cfg.bin, "--store", v.store, "checkout", c[0], c[1]); err != nil {
+			return v, err
+		}
+	}
+	v.oldDB, v.newDB = filepath.Join(oldDir, "memory.db"), filepath.Join(newDir, "memory.db")
+	return v, nil
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -24,40 +22,13 @@ func w29RowDiffOne(ctx context.Context, cfg *config, m *machineFigures) ([]row, 
 	if err != nil {
 		return nil, err
 	}
-	base := filepath.Join(cfg.work, "rowdiffone")
-	brain, store := filepath.Join(base, "brain"), filepath.Join(base, "store")
-	if err := os.MkdirAll(brain, 0o755); err != nil {
-		return nil, err
-	}
-	db, err := genSQLite(ctx, cfg.sqlite3, filepath.Join(brain, "memory.db"), cfg.dbBytes, 29)
+	v, err := twoVersions(ctx, cfg, r, "rowdiffone", 29, func(db *sqliteDB) error {
+		return db.exec(ctx, fmt.Sprintf("UPDATE memories SET created=created+1 WHERE id=%d;", db.rows/2))
+	})
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "init"); err != nil {
-		return nil, err
-	}
-	var versions [2][]byte
-	for v := range 2 {
-		if v > 0 {
-			if err := db.exec(ctx, fmt.Sprintf("UPDATE memories SET created=created+1 WHERE id=%d;", db.rows/2)); err != nil {
-				return nil, err
-			}
-		}
-		if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "commit", "-m", fmt.Sprintf("version %d", v), brain); err != nil {
-			return nil, err
-		}
-		if versions[v], err = os.ReadFile(db.path); err != nil {
-			return nil, err
-		}
-	}
-	changed := changedPages(versions[0], versions[1], 4096)
-	oldDir, newDir := filepath.Join(base, "old"), filepath.Join(base, "new")
-	for _, c := range [][2]string{{"HEAD~1", oldDir}, {"HEAD", newDir}} {
-		if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "checkout", c[0], c[1]); err != nil {
-			return nil, err
-		}
-	}
-	oldDB, newDB := filepath.Join(oldDir, "memory.db"), filepath.Join(newDir, "memory.db")
+	base, store, versions, changed, oldDB, newDB := v.base, v.store, v.versions, v.changed, v.oldDB, v.newDB
 	sql, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "diff", "--sql", "HEAD~1", "HEAD")
 	if err != nil {
 		return nil, err
