@@ -70,14 +70,8 @@ func (c *CommitCache) HasGraph() bool { return c.graph != nil }
 func (c *CommitCache) Nodes() *objects.NodeCache { return c.nodes }
 
 func (c *CommitCache) get(id objects.CID) (*objects.Commit, []byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[id]
-	if !ok {
-		return nil, nil, false
-	}
-	cm := *e.cm // callers get their own struct
-	return &cm, e.data, true
+	cm, e, ok := c.entry(id)
+	return cm, e.data, ok
 }
 
 func (c *CommitCache) keep(id objects.CID, cm *objects.Commit, data []byte) {
@@ -86,14 +80,21 @@ func (c *CommitCache) keep(id objects.CID, cm *objects.Commit, data []byte) {
 
 // getBundle is get with the bundle hash kept with the commit (nil: none).
 func (c *CommitCache) getBundle(id objects.CID) (*objects.Commit, *objects.BundleHash, bool) {
+	cm, e, ok := c.entry(id)
+	return cm, e.bundle, ok
+}
+
+// entry returns the cached entry of id, with a copy of its commit: callers
+// get their own struct.
+func (c *CommitCache) entry(id objects.CID) (*objects.Commit, cachedCommit, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]
 	if !ok {
-		return nil, nil, false
+		return nil, cachedCommit{}, false
 	}
-	cm := *e.cm // callers get their own struct
-	return &cm, e.bundle, true
+	cm := *e.cm
+	return &cm, e, true
 }
 
 // keepBundle is keep with the bundle hash of the commit's tree, when a

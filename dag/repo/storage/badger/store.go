@@ -755,22 +755,7 @@ func (s *Store) SetMeta(ctx context.Context, name string, v []byte) error {
 
 // MetaPrefix calls fn for every metadata record whose name starts with prefix, in name order.
 func (s *Store) MetaPrefix(ctx context.Context, prefix string, fn func(name string, v []byte) error) error {
-	return s.db.View(func(txn *badger.Txn) error {
-		o := badger.DefaultIteratorOptions
-		o.Prefix = metaKey(prefix)
-		it := txn.NewIterator(o)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			if err := fn(string(it.Item().Key()[1:]), v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.MetaFrom(ctx, prefix, "", fn)
 }
 
 // DeleteMeta removes the metadata record named name, if there is one.
