@@ -224,20 +224,8 @@ func TestCutPageInChromium(t *testing.T) {
 	c := inspecttest.NewCut(t)
 	srv := httptest.NewServer(webui.Handler(inspect.New(c.R), webui.Options{Heartbeat: time.Second}))
 	defer srv.Close()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1200, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	must := func(step string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
+	ctx := chromiumContext(t, context.Background(), chromium, 1200, 90*time.Second)
+	must := steps(t, ctx)
 	// at waits for the page to show agent's history (a hash change
 	// re-renders the page in place).
 	at := func(agent string) chromedp.Action {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -123,29 +122,9 @@ func TestHistory100kInChromium(t *testing.T) {
 	last := page(deep.Next)
 
 	shots := screenshots(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1440, 900))
-	actx, cancel := chromedp.NewExecAllocator(ctx0, opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 300*time.Second)
-	defer cancel()
-	must := func(step string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	shot := func(name string) chromedp.Action {
-		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var png []byte
-			if err := chromedp.CaptureScreenshot(&png).Do(ctx); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
-		})
-	}
+	ctx := chromiumContext(t, ctx0, chromium, 1440, 300*time.Second)
+	must := steps(t, ctx)
+	shot := func(name string) chromedp.Action { return saveShot(filepath.Join(shots, name+".png"), false) }
 	// goTo loads the page afresh at hash: from a blank page, so that it
 	// is a whole load (a change of hash alone re-renders in place, and
 	// waiting for a load that a same-document navigation never fires can
@@ -262,29 +241,9 @@ func TestTaskGroupsInChromium(t *testing.T) {
 	edit("notes two", "notes/2.md", map[string]string{"task": "notes"})
 
 	shots := screenshots(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1440, 900))
-	actx, cancel := chromedp.NewExecAllocator(ctx0, opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	must := func(step string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	shot := func(name string) chromedp.Action {
-		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var png []byte
-			if err := chromedp.CaptureScreenshot(&png).Do(ctx); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
-		})
-	}
+	ctx := chromiumContext(t, ctx0, chromium, 1440, 90*time.Second)
+	must := steps(t, ctx)
+	shot := func(name string) chromedp.Action { return saveShot(filepath.Join(shots, name+".png"), false) }
 	var groups, shown []string
 	visible := chromedp.Evaluate(`[...document.querySelectorAll('#history tr.commit, #history tr.task-group')].filter(r => !r.hidden).slice(0, 4).map(r => r.dataset.task ? "task " + r.dataset.task : r.querySelector('a.msg').textContent)`, &shown)
 	must("load", chromedp.EmulateViewport(1440, 900), chromedp.Navigate(srv.URL+"/#/a/lumen"), chromedp.WaitVisible(`#history tr.task-group`),

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -179,14 +178,7 @@ func TestHistoryPagesInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	shots := screenshots(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1440, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 120*time.Second)
-	defer cancel()
+	ctx := chromiumContext(t, context.Background(), chromium, 1440, 120*time.Second)
 	var mu sync.Mutex
 	var notFound []string
 	chromedp.ListenTarget(ctx, func(ev any) {
@@ -196,21 +188,8 @@ func TestHistoryPagesInChromium(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	must := func(step string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	shot := func(name string) chromedp.Action {
-		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var png []byte
-			if err := chromedp.CaptureScreenshot(&png).Do(ctx); err != nil { // the window's view: 390 or 1440 wide
-				return err
-			}
-			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
-		})
-	}
+	must := steps(t, ctx)
+	shot := func(name string) chromedp.Action { return saveShot(filepath.Join(shots, name+".png"), false) }
 	// fits: nothing on the page is wider than the window.
 	fits := func(step string, width int) {
 		t.Helper()

@@ -38,14 +38,7 @@ func TestCommitRowsInChromium(t *testing.T) {
 		t.Fatal("Debian's chromium is needed (apt-get install chromium; .ci/run installs it): ", err)
 	}
 	shots := screenshots(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1200, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	ctx := chromiumContext(t, context.Background(), chromium, 1200, 60*time.Second)
 	var heads, updated, inserted, deleted string
 	var png []byte
 	err = chromedp.Run(ctx, chromedp.Navigate(srv.URL+"/#/a/lumen/c/"+learn), chromedp.WaitVisible(`.row-diff table.rows`),

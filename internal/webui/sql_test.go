@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -88,29 +87,9 @@ func TestSQLBrowserInChromium(t *testing.T) {
 	}
 	s, srv := sqlFixture(t)
 	shots := screenshots(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1200, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	shot := func(name string) chromedp.Action {
-		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var png []byte
-			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(shots, "sql-"+name+".png"), png, 0o644)
-		})
-	}
-	must := func(step string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
+	ctx := chromiumContext(t, context.Background(), chromium, 1200, 60*time.Second)
+	shot := func(name string) chromedp.Action { return saveShot(filepath.Join(shots, "sql-"+name+".png"), true) }
+	must := steps(t, ctx)
 	var link, tables, cols, first, second, nextFirst, nulls, blobs string
 	seed := s.Commits[0].String()
 	must("value", chromedp.Navigate(srv.URL+"/#/a/lumen/v/"+seed+"/memory.db"), chromedp.WaitVisible(`#sql-link`), chromedp.Text(`#sql-link`, &link))

@@ -217,33 +217,17 @@ func TestPageInChromium(t *testing.T) {
 	defer served.Close()
 	base := "http://" + served.TCPAddr()
 	shots := screenshots(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1200, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	ctx := chromiumContext(t, context.Background(), chromium, 1200, 90*time.Second)
 	n := 0
 	shot := func(name string) chromedp.Action {
 		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var png []byte
-			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
-				return err
-			}
 			n++
-			return os.WriteFile(filepath.Join(shots, fmt.Sprintf("%d-%s.png", n, name)), png, 0o644)
+			return saveShot(filepath.Join(shots, fmt.Sprintf("%d-%s.png", n, name)), true).Do(ctx)
 		})
 	}
 	var title, msg, diffDel, diffAdd, value, errText string
 	var merges, heads, undone, rows, rowsAfter, injected int
-	must := func(step string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
+	must := steps(t, ctx)
 	must("agents", chromedp.Navigate(base+"/?token="+token), chromedp.WaitVisible(`#main`), chromedp.Navigate(base+"/#/"), chromedp.WaitVisible(`#agents a.agent`), shot("agents"))
 	must("history", chromedp.Click(`#agents a.agent`), chromedp.WaitVisible(historyRow),
 		chromedp.Evaluate(`document.querySelectorAll('#history tr.commit[data-parents="2"]').length`, &merges),
