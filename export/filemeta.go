@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentstate/agentstate/internal/atomicfile"
 )
@@ -44,3 +45,40 @@ func (m FileMeta) SetMeta(name string, v []byte) error {
 
 // Clear removes every record.
 func (m FileMeta) Clear() error { return os.RemoveAll(m.Dir) }
+
+// Prune removes every record keep does not want (keep is given its bytes),
+// and every record that cannot be read. Files that are not records (a
+// temporary file of a write in flight) are left alone. A missing directory
+// holds no records.
+func (m FileMeta) Prune(keep func(data []byte) bool) error {
+	ents, err := os.ReadDir(m.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !isRecordName(e.Name()) {
+			continue
+		}
+		p := filepath.Join(m.Dir, e.Name())
+		if data, err := os.ReadFile(p); err == nil && keep(data) {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// isRecordName reports whether name is what path names a record's file: 32
+// lower-case hex digits.
+func isRecordName(name string) bool {
+	if len(name) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(name)
+	return err == nil && strings.ToLower(name) == name
+}

@@ -28,8 +28,9 @@ import (
 // than the racy window. The value of a trusted entry is used without
 // reading the file; the entries are always leaves of the record's tree, and
 // the record is used only while that tree's root is in the block store (gc
-// deletes whole unreachable graphs, and drops every stat cache first), so a
-// trusted value's blocks are there.
+// deletes whole unreachable graphs, and first drops every record whose tree
+// it is about to delete: StatCacheTree), so a trusted value's blocks are
+// there.
 
 // RacyWindow is how close to the moment a stat was recorded a file's mtime
 // may be before the cached stat is not trusted: file systems keep coarse
@@ -75,6 +76,18 @@ func (m *MemMeta) Clear() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.m = nil
+	return nil
+}
+
+// Prune removes every record keep does not want (keep is given its bytes).
+func (m *MemMeta) Prune(keep func(data []byte) bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, v := range m.m {
+		if !keep(v) {
+			delete(m.m, name)
+		}
+	}
 	return nil
 }
 
@@ -240,7 +253,24 @@ func (r *cacheReader) cid() objects.CID {
 	return c
 }
 
-func decodeStatCache(data []byte) (*statCache, error) {
+// StatCacheTree returns the tree a stat cache record (a MetaStore record
+// ImportDir or a checkout wrote) names: its entries are that tree's leaves,
+// so the record is good exactly as long as that tree's blocks are kept (gc
+// drops the records whose tree it deletes). ok is false for a record that
+// is damaged or of another version.
+func StatCacheTree(data []byte) (tree objects.CID, ok bool) {
+	r, err := statCacheBody(data)
+	if err != nil {
+		return objects.CID{}, false
+	}
+	r.varint() // start
+	tree = r.cid()
+	return tree, r.err == nil && !tree.IsZero()
+}
+
+// statCacheBody checks a record's checksum and version and returns a
+// reader at what follows the version.
+func statCacheBody(data []byte) (*cacheReader, error) {
 	if len(data) < sha256.Size {
 		return nil, errBadStatCache
 	}
@@ -249,8 +279,16 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		return nil, errBadStatCache
 	}
 	r := &cacheReader{b: body}
-	if r.uvarint() != statCacheVersion {
+	if r.uvarint() != statCacheVersion || r.err != nil {
 		return nil, errBadStatCache
+	}
+	return r, nil
+}
+
+func decodeStatCache(data []byte) (*statCache, error) {
+	r, err := statCacheBody(data)
+	if err != nil {
+		return nil, err
 	}
 	c := &statCache{start: r.varint(), tree: r.cid()}
 	n := r.uvarint()

@@ -219,3 +219,80 @@ func TestMemMeta(t *testing.T) {
 		t.Fatal("a record survived Clear")
 	}
 }
+
+// Prune keeps the records whose tree the caller keeps (StatCacheTree reads
+// it from a record a checkout wrote) and drops the others and the damaged
+// ones, in a FileMeta and a MemMeta alike; a FileMeta leaves files that are
+// not records alone.
+func TestStatCachePrune(t *testing.T) {
+	ctx := context.Background()
+	bs := memstore.New()
+	brain := makeBrain(t)
+	first, err := export.ImportDir(ctx, bs, brain, export.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(brain, "extra.md"), []byte("more"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, err := export.ImportDir(ctx, bs, brain, export.ImportOptions{})
+	if err != nil || second.Tree == first.Tree {
+		t.Fatalf("second import: %v (tree %s)", err, second.Tree)
+	}
+	fileMeta := export.FileMeta{Dir: filepath.Join(t.TempDir(), "statcache")}
+	for _, cache := range []interface {
+		export.MetaStore
+		Prune(func([]byte) bool) error
+	}{fileMeta, &export.MemMeta{}} {
+		dirs := map[objects.CID]string{}
+		for _, tree := range []objects.CID{first.Tree, second.Tree} {
+			out := filepath.Join(t.TempDir(), "out")
+			if _, err := export.CheckoutWith(ctx, bs, tree, out, export.CheckoutOptions{Cache: cache}); err != nil {
+				t.Fatal(err)
+			}
+			abs, _ := filepath.Abs(out)
+			dirs[tree] = "statcache/" + abs
+		}
+		for tree, name := range dirs {
+			data, ok, err := cache.GetMeta(name)
+			if err != nil || !ok {
+				t.Fatalf("no record for %s: %v", name, err)
+			}
+			if got, ok := export.StatCacheTree(data); !ok || got != tree {
+				t.Fatalf("StatCacheTree = %s %v, want %s", got, ok, tree)
+			}
+			data[len(data)/2] ^= 1
+			if _, ok := export.StatCacheTree(data); ok {
+				t.Fatal("StatCacheTree accepted a damaged record")
+			}
+		}
+		if err := cache.SetMeta("statcache//elsewhere", []byte("damaged")); err != nil {
+			t.Fatal(err)
+		}
+		stray := filepath.Join(fileMeta.Dir, ".tmp-write-in-flight")
+		if err := os.WriteFile(stray, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := cache.Prune(func(data []byte) bool {
+			tree, ok := export.StatCacheTree(data)
+			return ok && tree == second.Tree
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := cache.GetMeta(dirs[second.Tree]); !ok {
+			t.Fatal("Prune dropped a record it was told to keep")
+		}
+		for _, name := range []string{dirs[first.Tree], "statcache//elsewhere"} {
+			if _, ok, _ := cache.GetMeta(name); ok {
+				t.Fatalf("Prune kept %s", name)
+			}
+		}
+		if _, err := os.Stat(stray); err != nil {
+			t.Fatalf("Prune removed a file that is not a record: %v", err)
+		}
+	}
+	if err := (export.FileMeta{Dir: filepath.Join(t.TempDir(), "none")}).Prune(func([]byte) bool { return false }); err != nil {
+		t.Fatalf("Prune of a missing directory: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/export"
 	"github.com/agentstate/agentstate/objects"
 )
 
@@ -208,9 +209,15 @@ func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*C
 		return rep, nil
 	}
 	// Stat caches name values by CID without keeping them reachable: drop
-	// them before deleting anything, so a gc killed half-way cannot leave a
-	// cache pointing at deleted blocks.
-	if err := r.StatCache().Clear(); err != nil {
+	// every record whose tree (whose leaves its entries are) is not kept
+	// before deleting anything, so a gc killed half-way cannot leave a
+	// cache pointing at deleted blocks. A record whose tree is kept names
+	// only kept values, and stays: the directories checked out from what
+	// is kept stay the store's to update.
+	if err := r.StatCache().Prune(func(data []byte) bool {
+		tree, ok := export.StatCacheTree(data)
+		return ok && reach.Has(tree)
+	}); err != nil {
 		return rep, fmt.Errorf("gc: dropping stat caches: %w", err)
 	}
 	// So does the commit graph, rebuilt after the deletion from what is left.

@@ -186,15 +186,18 @@ func (r *Repo) IsDir(path string) bool {
 }
 
 // StatCacheStore holds the stat caches of brain directories (export's
-// MetaStore) and can drop them all (gc does, before deleting blocks).
+// MetaStore) and can drop them all (a redaction does, before deleting
+// blocks) or those it does not want to keep (gc drops the records whose
+// tree it is about to delete).
 type StatCacheStore interface {
 	export.MetaStore
 	Clear() error
+	Prune(keep func(data []byte) bool) error
 }
 
 // StatCache is where directory imports and checkouts keep their stat
 // caches: plain files in the store directory, or memory for storage that is
-// not on disk. They are derivable, and gc drops them.
+// not on disk. They are derivable; gc drops those naming trees it deletes.
 func (r *Repo) StatCache() StatCacheStore {
 	if r.Dir == "" {
 		return r.statMem
