@@ -160,3 +160,73 @@ func TestTreeRefusesMisplacedKeys(t *testing.T) {
 		}
 	}
 }
+
+// The nodes a tree flushes go into its store's node cache: a writer that
+// changes a key and then reads the new tree (the next task, a diff against
+// the tree before) reads none of the nodes it wrote back from the store,
+// and sees what a read of the stored blocks sees.
+func TestNodeCacheKeepsFlushedNodes(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(7, 3))
+	m := randomKeys(r, 2000)
+	bs := memstore.New()
+	root := build(t, bs, m, keysOf(m))
+	cs := &cachingStore{countingStore: countingStore{BlockStore: bs}, nodes: objects.NewNodeCache(1 << 20)}
+	keys := keysOf(m)
+	slices.Sort(keys)
+	for i, k := range []string{keys[17], keys[1500], "skills/new-one.md"} {
+		tr, err := objects.LoadTree(ctx, cs, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Put(ctx, k, val(fmt.Sprint("changed ", i))); err != nil {
+			t.Fatal(err)
+		}
+		next, err := tr.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[k] = fmt.Sprint("changed ", i)
+		before := cs.gets
+		nt, err := objects.LoadTree(ctx, cs, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok, err := nt.Get(ctx, k); err != nil || !ok || v != val(m[k]) {
+			t.Fatalf("%s in the new tree: %v %v %v", k, v, ok, err)
+		}
+		for ch, err := range objects.DiffTrees(ctx, cs, root, next) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ch.Path != k {
+				t.Fatalf("diff names %q, want only %q", ch.Path, k)
+			}
+		}
+		if n := cs.gets - before; n != 0 {
+			t.Fatalf("reading the tree just written read %d nodes back from the store", n)
+		}
+		// What the cache answered is what the stored blocks hold.
+		fresh, err := objects.LoadTree(ctx, bs, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got []objects.Entry
+		for e, err := range fresh.Entries(ctx, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, e)
+		}
+		for e, err := range nt.Entries(ctx, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e)
+		}
+		if !slices.Equal(want, got) || len(got) != len(m) {
+			t.Fatalf("the tree read through the cache has %d entries, the stored one %d (want %d)", len(got), len(want), len(m))
+		}
+		root = next
+	}
+}

@@ -391,29 +391,45 @@ func (t *Tree) walk(ctx context.Context, n *node, from string, yield func(Entry,
 
 // Flush encodes every node changed since the last flush and returns the root
 // CID and the new blocks, children before parents. The blocks are not
-// written; the caller stores them (Commit does both).
+// written; the caller stores them (Commit does both). When the tree's block
+// store has a NodeCache, the new nodes go into it as they are encoded: a
+// writer reads next the nodes it has just written (the next task's tree, a
+// diff against the previous one), and would otherwise read them back from
+// the store and decode them again. A node is its CID's content, so what is
+// cached is what a read of the stored block would decode.
 func (t *Tree) Flush() (CID, []Block) {
 	var blocks []Block
-	root := flushNode(t.root, &blocks)
+	var cache *NodeCache
+	if nc, ok := t.bs.(NodeCacher); ok {
+		cache = nc.Nodes()
+	}
+	root := flushNode(t.root, &blocks, cache)
 	return root, blocks
 }
 
-func flushNode(n *node, out *[]Block) CID {
+func flushNode(n *node, out *[]Block, cache *NodeCache) CID {
 	if !n.dirty {
 		return n.cid
 	}
 	if n.left != nil {
-		flushNode(n.left, out)
+		flushNode(n.left, out, cache)
 	}
 	for _, e := range n.entries {
 		if e.right != nil {
-			flushNode(e.right, out)
+			flushNode(e.right, out, cache)
 		}
 	}
 	data := encodeNode(n)
 	n.cid = Sum(CodecDagCBOR, data)
 	n.dirty = false
 	*out = append(*out, Block{CID: n.cid, Data: data})
+	if cache != nil {
+		entries := make([]nodeEntry, len(n.entries))
+		for i, e := range n.entries {
+			entries[i] = nodeEntry{key: e.key, val: e.val, right: cidOf(e.right)}
+		}
+		cache.keep(n.cid, cachedNode{left: cidOf(n.left), entries: entries, layer: entriesLayer(entries), size: len(data)})
+	}
 	return n.cid
 }
 
