@@ -106,7 +106,9 @@ type ScannedFile struct {
 // Scan lists the regular files under dir as keys in bytewise order. Symlinks,
 // devices, sockets and FIFOs are skipped and reported (never followed), and
 // so are agentstate stores (IsStoreDir), a directory named .agentstate at any
-// depth and anything named .agentstate at the top (a reserved key); a file
+// depth, anything named .agentstate at the top (a reserved key) and anything
+// named .git at any depth (a repository's data or a worktree's pointer, as
+// git leaves it out; Checkout never writes one either); a file
 // whose name is not a valid key is an error naming it. dir itself must not
 // be or sit inside a store. Directories are read in parallel.
 func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
@@ -151,6 +153,12 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 					ck += "/"
 				}
 				sk = append(sk, Skipped{ck, "agentstate store directory (the name is reserved: keys may not start with it)"})
+				continue
+			case isGit(d.Name()):
+				if t.IsDir() {
+					ck += "/"
+				}
+				sk = append(sk, Skipped{ck, "git repository data (never stored: a checkout never writes a .git)"})
 				continue
 			case t.IsDir():
 				if IsStoreDir(cp) {

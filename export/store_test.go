@@ -146,32 +146,22 @@ func TestCheckoutLeavesStoresAlone(t *testing.T) {
 func TestCheckoutRefusesToWriteIntoAStore(t *testing.T) {
 	ctx := context.Background()
 	bs := memstore.New()
-	treeOf := func(kv ...string) objects.CID {
+	tree := func(kv ...string) objects.CID {
 		t.Helper()
-		tr := objects.NewTree(bs)
+		files := map[string]string{}
 		for i := 0; i < len(kv); i += 2 {
-			v := objects.NewValue([]byte(kv[i+1]))
-			if err := bs.Put(ctx, v); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tr.Put(ctx, kv[i], v.CID); err != nil {
-				t.Fatal(err)
-			}
+			files[kv[i]] = kv[i+1]
 		}
-		c, err := tr.Commit(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return treeOf(t, bs, files)
 	}
 	cases := map[string]objects.CID{
-		"file into a store":             treeOf("new.md", "n", "mystore/MANIFEST", "garbage"),
-		"file deep into a store":        treeOf("new.md", "n", "mystore/x/y", "garbage"),
-		"file over a store":             treeOf("new.md", "n", "mystore", "a file where the store is"),
-		"file over a store's ancestor":  treeOf("new.md", "n", "deep", "a file where the store's parent is"),
-		"file into a store's ancestor":  treeOf("new.md", "n", "deep/inner/MANIFEST", "garbage"),
-		"file over the nested store":    treeOf("deep/inner", "x", "new.md", "n"),
-		"files on both sides of stores": treeOf("a", "1", "mystore/z", "2", "zz", "3"),
+		"file into a store":             tree("new.md", "n", "mystore/MANIFEST", "garbage"),
+		"file deep into a store":        tree("new.md", "n", "mystore/x/y", "garbage"),
+		"file over a store":             tree("new.md", "n", "mystore", "a file where the store is"),
+		"file over a store's ancestor":  tree("new.md", "n", "deep", "a file where the store's parent is"),
+		"file into a store's ancestor":  tree("new.md", "n", "deep/inner/MANIFEST", "garbage"),
+		"file over the nested store":    tree("deep/inner", "x", "new.md", "n"),
+		"files on both sides of stores": tree("a", "1", "mystore/z", "2", "zz", "3"),
 	}
 	for name, tree := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -223,4 +213,34 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Scan leaves out anything named .git at any depth (in any case), a
+// repository's directory and a worktree's pointer file alike, and reports
+// it; a name that only starts with .git is content.
+func TestScanSkipsGit(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "system.md"), "s")
+	write(t, filepath.Join(dir, ".git/HEAD"), "ref: refs/heads/main\n")
+	write(t, filepath.Join(dir, "skills/vendored/.git"), "gitdir: ../../.git/modules/vendored\n")
+	write(t, filepath.Join(dir, "skills/vendored/x.md"), "x")
+	write(t, filepath.Join(dir, "deep/.GIT/config"), "[core]\n")
+	write(t, filepath.Join(dir, ".gitignore"), "*.tmp\n")
+	files, skipped, err := export.Scan(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys, skips []string
+	for _, f := range files {
+		keys = append(keys, f.Key)
+	}
+	for _, s := range skipped {
+		skips = append(skips, s.Path)
+	}
+	if want := []string{".gitignore", "skills/vendored/x.md", "system.md"}; !slices.Equal(keys, want) {
+		t.Errorf("scanned %q, want %q", keys, want)
+	}
+	if want := []string{".git/", "deep/.GIT/", "skills/vendored/.git"}; !slices.Equal(skips, want) {
+		t.Errorf("skipped %q, want %q", skips, want)
+	}
 }
