@@ -51,12 +51,6 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	}
 	// Taken before any file is stat'd: the recording is no later than them.
 	start := time.Now()
-	files, skipped, err := Scan(ctx, abs)
-	if err != nil {
-		return res, err
-	}
-	res.Files, res.Skipped = len(files), skipped
-
 	old := loadStatCache(opts.Cache, abs)
 	var t *objects.Tree
 	if old.usable(ctx, bs) {
@@ -67,6 +61,36 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	if t == nil {
 		old, t = nil, objects.NewTree(bs)
 	}
+	// A changed file's previous version (a memory database with a few pages
+	// rewritten) shares most of its chunks with the new one: those are known
+	// to be stored from the previous version's chunk lists (objects.Known)
+	// and are neither copied nor looked up again, one by one. The lists are
+	// read in the background, beside the scan and the hashing: a chunked
+	// file the cache does not trust by its own lstat starts now, any other
+	// the scan finds changed right after it.
+	known := objects.NewKnown(ctx)
+	defer known.Stop()
+	started := map[string]bool{}
+	if old != nil {
+		for _, e := range old.entries {
+			if e.value.Codec() != objects.CodecDagCBOR || objects.ValidateKey(e.key) != nil {
+				continue
+			}
+			fi, err := os.Lstat(filepath.Join(abs, filepath.FromSlash(e.key)))
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			if _, ok := old.trusted(e.key, fileStatOf(fi), window); !ok {
+				known.Add(bs, e.value)
+				started[e.key] = true
+			}
+		}
+	}
+	files, skipped, err := Scan(ctx, abs)
+	if err != nil {
+		return res, err
+	}
+	res.Files, res.Skipped = len(files), skipped
 
 	next := &statCache{entries: make([]statEntry, len(files)), start: start.UnixNano()}
 	var toRead []int
@@ -95,16 +119,9 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 		}
 	}
 	res.Read = len(toRead)
-	// A changed file's previous version (a memory database with a few pages
-	// rewritten) shares most of its chunks with the new one: those are known
-	// to be stored and are not looked up again, one by one.
-	var stored map[objects.CID]struct{}
 	for _, i := range toRead {
-		if e, ok := old.lookup(files[i].Key); ok && e.value.Codec() == objects.CodecDagCBOR {
-			if stored == nil {
-				stored = map[objects.CID]struct{}{}
-			}
-			objects.AddStoredChunks(ctx, bs, e.value, stored)
+		if e, ok := old.lookup(files[i].Key); ok && !started[e.key] {
+			known.Add(bs, e.value)
 		}
 	}
 	// Progress: the bytes of the files read (those the cache trusts are
@@ -114,7 +131,7 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 		bytes += files[i].Size
 	}
 	pc := progress.Start(ctx, bytes)
-	err = readInto(ctx, objects.SkipStored(bs, stored), files, toRead, func(i int, v objects.CID) error {
+	err = readInto(ctx, objects.SkipKnown(bs, known), files, toRead, func(i int, v objects.CID) error {
 		pc.Add(files[i].Size)
 		next.entries[i].value = v
 		_, err := t.Put(ctx, files[i].Key, v)

@@ -115,3 +115,62 @@ func TestStoreFilesFileGrewSinceScan(t *testing.T) {
 		}
 	}
 }
+
+// The blocks an import skips are only those read from the store it writes
+// to: a stat cache naming a version of memory.db that this store does not
+// hold (its tree is there, the value is not) gets the file stored whole,
+// file node included, even when the file, touched but unchanged, hashes to
+// exactly that version.
+func TestImportDirSkipsOnlyBlocksReadFromTheStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const pages, pageSize = 2048, 4096
+	db := make([]byte, pages*pageSize)
+	var key [32]byte
+	key[0] = 9
+	rand.NewChaCha8(key).Read(db)
+	copy(db, "SQLite format 3\x00")
+	binary.BigEndian.PutUint16(db[16:18], pageSize)
+	writeFile(t, dir, "memory.db", db, 0)
+	writeFile(t, dir, "skills/a.md", []byte("a skill"), 0)
+	first := memstore.New()
+	cache := &metaMap{}
+	res, err := export.ImportDir(ctx, first, dir, export.ImportOptions{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := objects.LoadTree(ctx, first, res.Tree)
+	v, _, _ := tr.Get(ctx, "memory.db")
+	value := objects.StoredChunks(ctx, first, v)
+	if len(value) < pages {
+		t.Fatalf("memory.db has %d blocks, want one per page at least", len(value))
+	}
+	// A second store with every block of the first but memory.db's.
+	second := memstore.New()
+	for c, err := range first.AllCIDs(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := value[c]; ok {
+			continue
+		}
+		data, err := first.Get(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := second.Put(ctx, objects.Block{CID: c, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, dir, "memory.db", db, time.Minute) // touched: read again
+	res2, err := export.ImportDir(ctx, second, dir, export.ImportOptions{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Read != 1 || res2.Tree != res.Tree {
+		t.Fatalf("read %d files, tree %s; want 1 and %s", res2.Read, res2.Tree, res.Tree)
+	}
+	if got, err := objects.ReadValue(ctx, second, v); err != nil || !bytes.Equal(got, db) {
+		t.Fatalf("memory.db read back from the store it was imported into: %v", err)
+	}
+}

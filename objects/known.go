@@ -6,36 +6,102 @@ import (
 	"sync/atomic"
 )
 
-// StoredChunks returns the CIDs of the blocks of value v that its chunk
-// lists name (v itself, its list nodes and its chunks), reading only the
-// list nodes. A new version of a chunked file shares most of them with the
-// previous one (a memory database with 1% of its pages changed shares 99%
-// of its chunks), and SkipStored lets a write of the new version skip
-// looking each of them up again. A value that is not chunked gives only
-// itself. On an error reading the lists it returns what it found: the
-// caller then looks up the rest as usual.
-func StoredChunks(ctx context.Context, bs BlockStore, v CID) map[CID]struct{} {
-	stored := map[CID]struct{}{}
-	AddStoredChunks(ctx, bs, v, stored)
-	return stored
+// Known is a set of blocks known to be stored, filled in the background
+// from the chunk lists of values already in the store: a new version of a
+// chunked file shares most of its blocks with the previous one (a memory
+// database with 1% of its pages changed shares 99% of its chunks), and a
+// write of the new version through SkipKnown neither copies nor looks up
+// again the blocks the previous version's lists name.
+//
+// A block enters the set only when a node naming it was read from the
+// store and verified against its CID here (whatever the store's Get
+// checks): the value's own file node, then its list nodes, level by level.
+// The set is sound by the store's rule that blocks are written before the
+// nodes that link them and that nothing deletes a value's blocks while a
+// record (the stat cache) still names the value (gc and redaction drop the
+// stat caches before they delete).
+type Known struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.RWMutex
+	set    map[CID]struct{}
 }
 
-// AddStoredChunks adds StoredChunks(ctx, bs, v) to stored. The list nodes
-// of one depth are read side by side (storedReaders at a time): a 32 MiB
-// database has some 600 of them at unrelated places in the store, each
-// read a lookup and a table block's decompression of its own, which one
-// after another took twice as long as reading and hashing the whole file.
-func AddStoredChunks(ctx context.Context, bs BlockStore, v CID, stored map[CID]struct{}) {
-	stored[v] = struct{}{}
+// NewKnown returns an empty set; Add starts filling it.
+func NewKnown(ctx context.Context) *Known {
+	ctx, cancel := context.WithCancel(ctx)
+	return &Known{ctx: ctx, cancel: cancel, set: map[CID]struct{}{}}
+}
+
+// Add starts reading the chunk lists of value v from bs in the background;
+// Wait returns when every read started is done. A value that is not chunked
+// adds nothing (nothing below it to skip). On an error reading a node
+// (missing, damaged, ctx ended) what it would have named is left out, and a
+// write looks those blocks up as usual. Add must not be called once Wait has
+// been.
+func (k *Known) Add(bs BlockStore, v CID) {
 	if v.Codec() != CodecDagCBOR {
 		return
 	}
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		k.read(bs, v)
+	}()
+}
+
+// Has reports whether c is known stored so far, without waiting.
+func (k *Known) Has(c CID) bool {
+	k.mu.RLock()
+	_, ok := k.set[c]
+	k.mu.RUnlock()
+	return ok
+}
+
+// Wait returns once every read Add started is done.
+func (k *Known) Wait() { k.wg.Wait() }
+
+// Stop ends the reads still running and waits for them.
+func (k *Known) Stop() {
+	k.cancel()
+	k.wg.Wait()
+}
+
+// Len is the number of blocks known so far.
+func (k *Known) Len() int {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return len(k.set)
+}
+
+// StoredChunks returns the CIDs of the blocks of value v that its chunk
+// lists name (v itself, its list nodes and its chunks), each read from bs
+// and verified: what Known holds once Add(bs, v) is done.
+func StoredChunks(ctx context.Context, bs BlockStore, v CID) map[CID]struct{} {
+	k := NewKnown(ctx)
+	defer k.Stop()
+	k.Add(bs, v)
+	k.Wait()
+	return k.set
+}
+
+// storedReaders is how many list nodes of one value are read at once: a 32
+// MiB database has some 600 of them at unrelated places in the store, each
+// read a lookup and a table block's decompression of its own.
+const storedReaders = 8
+
+// read adds the blocks value v's lists name, one depth at a time, the nodes
+// of a depth side by side and in order (so the first pages of the file are
+// known first, while a write of its new version hashes them); each node's
+// links are added as soon as it is read and verified, the node itself with
+// them.
+func (k *Known) read(bs BlockStore, v CID) {
 	for level := []CID{v}; len(level) > 0; {
-		links, ok := readChunkLinks(ctx, bs, level)
+		links, ok := k.readLevel(bs, level)
 		level = level[:0:0]
 		for _, ls := range links {
 			for _, l := range ls {
-				stored[l] = struct{}{}
 				if l.Codec() == CodecDagCBOR {
 					level = append(level, l)
 				}
@@ -47,13 +113,11 @@ func AddStoredChunks(ctx context.Context, bs BlockStore, v CID, stored map[CID]s
 	}
 }
 
-// storedReaders is how many list nodes AddStoredChunks reads at once.
-const storedReaders = 8
-
-// readChunkLinks reads the links of the chunk list nodes, several at once.
-// ok is false when one could not be read (or ctx ended); the links of
-// those read are returned either way.
-func readChunkLinks(ctx context.Context, bs BlockStore, nodes []CID) (links [][]CID, ok bool) {
+// readLevel reads the chunk nodes, several at once, adding each node and
+// its links to the set once it is read and verified. ok is false when one
+// could not be (or the reads were stopped); the links of those read are
+// returned either way.
+func (k *Known) readLevel(bs BlockStore, nodes []CID) (links [][]CID, ok bool) {
 	links = make([][]CID, len(nodes))
 	var next atomic.Int64
 	var failed atomic.Bool
@@ -62,21 +126,20 @@ func readChunkLinks(ctx context.Context, bs BlockStore, nodes []CID) (links [][]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !failed.Load() {
+			for !failed.Load() && k.ctx.Err() == nil {
 				i := int(next.Add(1)) - 1
 				if i >= len(nodes) {
 					return
 				}
-				data, err := bs.Get(ctx, nodes[i])
-				var ls []CID
-				if err == nil {
-					ls, err = ChunkLinks(data)
-				}
+				ls, err := k.readNode(bs, nodes[i])
 				if err != nil {
 					failed.Store(true)
 					return
 				}
 				links[i] = ls
+			}
+			if k.ctx.Err() != nil {
+				failed.Store(true)
 			}
 		}()
 	}
@@ -84,32 +147,71 @@ func readChunkLinks(ctx context.Context, bs BlockStore, nodes []CID) (links [][]
 	return links, !failed.Load()
 }
 
-// SkipStored wraps bs so that Put drops the blocks whose CIDs are in
-// stored, and Has answers true for them, without asking bs: stored must
-// name only blocks bs holds (StoredChunks of a value in bs).
-func SkipStored(bs BlockStore, stored map[CID]struct{}) BlockStore {
-	if len(stored) == 0 {
+// readNode reads one chunk node, checks its bytes against its CID and its
+// form, and adds it and its links to the set.
+func (k *Known) readNode(bs BlockStore, c CID) ([]CID, error) {
+	data, err := bs.Get(k.ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := Verify(c, data); err != nil {
+		return nil, err
+	}
+	ls, err := ChunkLinks(data)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.set[c] = struct{}{}
+	for _, l := range ls {
+		k.set[l] = struct{}{}
+	}
+	k.mu.Unlock()
+	return ls, nil
+}
+
+// SkipKnown wraps bs so that Put drops the blocks k names, and Has answers
+// true for them, without asking bs. Both wait for k's reads first (Has only
+// for a block not known yet), so a write that runs beside the reads gives
+// the store only what k does not name once they are done. k must name only
+// blocks bs holds (Known reads them from bs).
+func SkipKnown(bs BlockStore, k *Known) BlockStore {
+	if k == nil {
 		return bs
 	}
-	return skipStored{bs, stored}
+	return skipKnown{bs, k}
 }
 
-type skipStored struct {
+type skipKnown struct {
 	BlockStore
-	stored map[CID]struct{}
+	k *Known
 }
 
-func (s skipStored) Has(ctx context.Context, c CID) (bool, error) {
-	if _, ok := s.stored[c]; ok {
+// knownStore is a store that can say, without a lookup and without
+// waiting, that a block is stored already (WriteValue then neither copies
+// the chunk nor hands it to Put).
+type knownStore interface {
+	knownNow(c CID) bool
+}
+
+func (s skipKnown) knownNow(c CID) bool { return s.k.Has(c) }
+
+func (s skipKnown) Has(ctx context.Context, c CID) (bool, error) {
+	if s.k.Has(c) {
+		return true, nil
+	}
+	s.k.Wait()
+	if s.k.Has(c) {
 		return true, nil
 	}
 	return s.BlockStore.Has(ctx, c)
 }
 
-func (s skipStored) Put(ctx context.Context, blocks ...Block) error {
+func (s skipKnown) Put(ctx context.Context, blocks ...Block) error {
+	s.k.Wait()
 	out := blocks[:0:0]
 	for _, b := range blocks {
-		if _, ok := s.stored[b.CID]; !ok {
+		if !s.k.Has(b.CID) {
 			out = append(out, b)
 		}
 	}

@@ -207,10 +207,8 @@ type linkLevel struct {
 func (w *valueWriter) chunk(b []byte) error {
 	w.size += uint64(len(b))
 	blk := NewValue(b)
-	if s, ok := w.bs.(skipStored); ok {
-		if _, known := s.stored[blk.CID]; known { // stored already: no copy, no write
-			return w.add(0, chunkLink{blk.CID, uint64(len(b))})
-		}
+	if s, ok := w.bs.(knownStore); ok && s.knownNow(blk.CID) { // stored already: no copy, no write
+		return w.add(0, chunkLink{blk.CID, uint64(len(b))})
 	}
 	blk.Data = bytes.Clone(b) // the batch outlives the window
 	if err := w.emit(blk); err != nil {
@@ -276,8 +274,10 @@ func (w *valueWriter) group(k int, last bool) error {
 		nb := Block{CID: Sum(CodecDagCBOR, data), Data: data}
 		up := chunkLink{nb.CID, sumSizes(lv.pending[:end])}
 		lv.pending = append(lv.pending[:0], lv.pending[end:]...)
-		if err := w.emit(nb); err != nil {
-			return err
+		if s, ok := w.bs.(knownStore); !ok || !s.knownNow(nb.CID) {
+			if err := w.emit(nb); err != nil {
+				return err
+			}
 		}
 		if err := w.add(k+1, up); err != nil {
 			return err
