@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,13 +22,17 @@ import (
 // the shared decoded-block cache).
 type readRecorder struct {
 	objects.BlockStore
-	mu   sync.Mutex
-	read map[objects.CID]bool
+	mu    sync.Mutex
+	read  map[objects.CID]bool
+	order []objects.CID // read, each once, in the order of its first read
 }
 
 func (r *readRecorder) note(c objects.CID) {
 	r.mu.Lock()
-	r.read[c] = true
+	if !r.read[c] {
+		r.read[c] = true
+		r.order = append(r.order, c)
+	}
 	r.mu.Unlock()
 }
 
@@ -63,6 +68,25 @@ func (r *readRecorder) KeepDecoded(c objects.CID, v any, size int64) {
 	}
 }
 
+// blocksRead runs one command line in this process on a fresh read-only
+// open of store, as a server runs it, and returns the blocks it read (each
+// once, in the order of its first read).
+func blocksRead(ctx context.Context, store, dir string, args ...string) ([]objects.CID, error) {
+	rp, err := repo.Open(store, repo.Options{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	rec := &readRecorder{BlockStore: rp.Blocks, read: map[objects.CID]bool{}}
+	rp.Blocks = rec
+	var errb bytes.Buffer
+	code := cliexec.Exec(ctx, rp, remote.ExecRequest{Args: append([]string{"agentstate"}, args...), Dir: dir}, bytes.NewReader(nil), io.Discard, &errb)
+	rp.Close()
+	if code != 0 {
+		return nil, fmt.Errorf("in-process %s: exit %d: %s", strings.Join(args, " "), code, tail(errb.String()))
+	}
+	return rec.order, nil
+}
+
 // diffStatFloor measures the floor of an unserved 'diff --stat' (17bf): a
 // store opened read-only in this process, the blocks the command reads
 // (recorded while it runs in-process on a fresh open) read again on a
@@ -70,21 +94,9 @@ func (r *readRecorder) KeepDecoded(c objects.CID, v any, size int64) {
 // (agentstate-engine --version), measured alternately in the same run. It
 // returns the floor, its parts and the number of blocks.
 func diffStatFloor(ctx context.Context, cfg *config, base, store string, reps int) (floor, start, open, reads time.Duration, blocks int, err error) {
-	rp, err := repo.Open(store, repo.Options{ReadOnly: true})
+	cids, err := blocksRead(ctx, store, base, "diff", "--stat", "HEAD~1", "HEAD")
 	if err != nil {
 		return 0, 0, 0, 0, 0, err
-	}
-	rec := &readRecorder{BlockStore: rp.Blocks, read: map[objects.CID]bool{}}
-	rp.Blocks = rec
-	var errb bytes.Buffer
-	code := cliexec.Exec(ctx, rp, remote.ExecRequest{Args: []string{"agentstate", "diff", "--stat", "HEAD~1", "HEAD"}, Dir: base}, bytes.NewReader(nil), io.Discard, &errb)
-	rp.Close()
-	if code != 0 {
-		return 0, 0, 0, 0, 0, fmt.Errorf("in-process diff --stat: exit %d: %s", code, tail(errb.String()))
-	}
-	cids := make([]objects.CID, 0, len(rec.read))
-	for c := range rec.read {
-		cids = append(cids, c)
 	}
 	readAll := func(int) (time.Duration, error) {
 		t0 := time.Now()
