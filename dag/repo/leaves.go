@@ -2,10 +2,14 @@ package repo
 
 import (
 	"context"
+	"encoding"
 	"errors"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/crypto/sha3"
 
 	"github.com/agentstate/agentstate/objects"
 )
@@ -19,8 +23,19 @@ type leafSet struct {
 	keys   []string
 	leaves [][32]byte
 
+	// base, when the set was patched from another, is that set, whose
+	// first same leaves this one shares: its hash resumes from base's
+	// keccak states instead of from the first leaf (dropped once hashed).
+	base *leafSet
+	same int
+
 	sumOnce sync.Once
+	hashed  atomic.Bool // sum, states and every are set
 	sum     objects.BundleHash
+	// states[j] is the keccak sponge after the first (j+1)*every leaves, as
+	// the hash's AppendBinary encodes it (kept while the set is).
+	states [][]byte
+	every  int
 }
 
 // leafCacheSize bounds the sets kept; maxCachedLeaves bounds one set's size.
@@ -110,10 +125,73 @@ func leafOf(ctx context.Context, bs objects.BlockStore, key string, v objects.CI
 	return objects.BundleLeaf(key, sum), nil
 }
 
-// hash is the set's bundle hash, computed once.
+// hash is the set's bundle hash (objects.HashLeaves of its leaves),
+// computed once. A set patched from another resumes keccak from the last
+// state its base kept before the first leaf that differs: a task that
+// changes a key halfway down a brain's keys hashes half of the leaves, not
+// all of them.
 func (s *leafSet) hash() objects.BundleHash {
-	s.sumOnce.Do(func() { s.sum = objects.HashLeaves(s.leaves) })
+	s.sumOnce.Do(func() {
+		s.sum, s.states, s.every = resumeLeaves(s.leaves, s.base, s.same)
+		s.base = nil
+		s.hashed.Store(true)
+	})
 	return s.sum
+}
+
+// leavesPerState is the least count of leaves between two kept keccak
+// states: 17 leaves are 544 bytes, four whole blocks of keccak256's 136-byte
+// rate, so a kept state has nothing buffered. A set keeps at most
+// maxStates states (the gap doubles past that): about 60 KiB at most.
+const (
+	leavesPerState = 17
+	maxStates      = 256
+)
+
+func stateGap(n int) int {
+	every := leavesPerState
+	for n/every > maxStates {
+		every *= 2
+	}
+	return every
+}
+
+// resumeLeaves returns keccak256 over leaves, which share their first same
+// leaves with base's (base may be nil), resuming from base's kept states,
+// and the states to keep for the sets patched from this one. A base not
+// hashed yet is not waited for (nor hashed): every leaf is hashed.
+func resumeLeaves(leaves [][32]byte, base *leafSet, same int) (objects.BundleHash, [][]byte, int) {
+	every := stateGap(len(leaves))
+	k := sha3.NewLegacyKeccak256()
+	save, ok1 := k.(encoding.BinaryAppender)
+	load, ok2 := k.(encoding.BinaryUnmarshaler)
+	if !ok1 || !ok2 { // not expected of x/crypto's keccak: hash every leaf
+		return objects.HashLeaves(leaves), nil, every
+	}
+	states := make([][]byte, 0, len(leaves)/every)
+	start := 0
+	if base != nil && base.hashed.Load() {
+		if base.every == every {
+			n := min(same/every, len(base.states))
+			if n > 0 && load.UnmarshalBinary(base.states[n-1]) == nil {
+				states, start = append(states, base.states[:n]...), n*every // kept states are never written
+			}
+		}
+	}
+	for i := start; i < len(leaves); i++ {
+		k.Write(leaves[i][:])
+		if (i+1)%every == 0 && states != nil {
+			st, err := save.AppendBinary(nil)
+			if err != nil {
+				states = nil // keep none rather than misplaced ones
+				continue
+			}
+			states = append(states, st)
+		}
+	}
+	var h objects.BundleHash
+	copy(h[:], k.Sum(nil))
+	return h, states, every
 }
 
 // leaves returns the leaf set of tree: from the cache, by patching a cached
@@ -168,12 +246,15 @@ func patchLeavesIn(ctx context.Context, bs objects.BlockStore, base *leafSet, ba
 			return nil, false, nil
 		}
 	}
-	out := &leafSet{keys: make([]string, 0, len(base.keys)+len(changes)), leaves: make([][32]byte, 0, len(base.keys)+len(changes))}
+	out := &leafSet{keys: make([]string, 0, len(base.keys)+len(changes)), leaves: make([][32]byte, 0, len(base.keys)+len(changes)), base: base, same: len(base.keys)}
 	i := 0
-	for _, ch := range changes {
+	for n, ch := range changes {
 		for i < len(base.keys) && strings.Compare(base.keys[i], ch.Path) < 0 {
 			out.keys, out.leaves = append(out.keys, base.keys[i]), append(out.leaves, base.leaves[i])
 			i++
+		}
+		if n == 0 {
+			out.same = i // the leaves before the first change are base's
 		}
 		if i < len(base.keys) && base.keys[i] == ch.Path {
 			i++ // modified or removed: drop the old leaf
