@@ -81,7 +81,7 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 				continue
 			}
 			if _, ok := old.trusted(e.key, fileStatOf(fi), window); !ok {
-				known.Add(bs, e.value)
+				known.AddVersion(bs, e.value)
 				started[e.key] = true
 			}
 		}
@@ -119,9 +119,13 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 		}
 	}
 	res.Read = len(toRead)
+	prevs := map[int]objects.CID{}
 	for _, i := range toRead {
-		if e, ok := old.lookup(files[i].Key); ok && !started[e.key] {
-			known.Add(bs, e.value)
+		if e, ok := old.lookup(files[i].Key); ok && e.value.Codec() == objects.CodecDagCBOR {
+			if !started[e.key] {
+				known.AddVersion(bs, e.value)
+			}
+			prevs[i] = e.value
 		}
 	}
 	// Progress: the bytes of the files read (those the cache trusts are
@@ -131,7 +135,7 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 		bytes += files[i].Size
 	}
 	pc := progress.Start(ctx, bytes)
-	err = readInto(ctx, objects.SkipKnown(bs, known), files, toRead, func(i int, v objects.CID) error {
+	err = readInto(ctx, bs, &versions{known, prevs}, files, toRead, func(i int, v objects.CID) error {
 		pc.Add(files[i].Size)
 		next.entries[i].value = v
 		_, err := t.Put(ctx, files[i].Key, v)
@@ -161,7 +165,15 @@ func StoreFiles(ctx context.Context, bs objects.BlockStore, files []ScannedFile,
 	for i := range idx {
 		idx[i] = i
 	}
-	return readInto(ctx, bs, files, idx, done)
+	return readInto(ctx, bs, nil, files, idx, done)
+}
+
+// versions is what an import knows of the files it reads: the blocks known
+// stored and the previous value of each file (by index) that had a chunked
+// one.
+type versions struct {
+	known *objects.Known
+	prev  map[int]objects.CID
 }
 
 // readValue reads the file at p as a value. Content up to the chunking
@@ -169,7 +181,7 @@ func StoreFiles(ctx context.Context, bs objects.BlockStore, files []ScannedFile,
 // with other files'; a longer file streams into bs as it is read
 // (objects.WriteValue, the same CID as objects.NewFileValue), so a worker
 // holds a few MiB of it whatever its size.
-func readValue(ctx context.Context, bs objects.BlockStore, p string, size int64) (objects.CID, []objects.Block, int, error) {
+func readValue(ctx context.Context, bs objects.BlockStore, vs *versions, i int, p string, size int64) (objects.CID, []objects.Block, int, error) {
 	f, err := openRegular(p)
 	if err != nil {
 		return objects.CID{}, nil, 0, err
@@ -197,7 +209,12 @@ func readValue(ctx context.Context, bs objects.BlockStore, p string, size int64)
 	if err != nil {
 		return objects.CID{}, nil, 0, fmt.Errorf("export: reading %s: %w", p, err)
 	}
-	v, _, err := objects.WriteValue(ctx, bs, io.MultiReader(bytes.NewReader(head), readErrs{f, p}))
+	content := io.MultiReader(bytes.NewReader(head), readErrs{f, p})
+	if vs != nil {
+		v, _, err := objects.WriteVersion(ctx, bs, content, vs.known, vs.prev[i])
+		return v, nil, 0, err
+	}
+	v, _, err := objects.WriteValue(ctx, bs, content)
 	return v, nil, 0, err
 }
 
@@ -217,9 +234,13 @@ func (r readErrs) Read(b []byte) (int, error) {
 
 // readInto reads the files at the given indexes in parallel, stores their
 // blocks in batches, and calls done (from one goroutine) with each value.
-func readInto(ctx context.Context, bs objects.BlockStore, files []ScannedFile, idx []int, done func(i int, v objects.CID) error) error {
+func readInto(ctx context.Context, bs objects.BlockStore, vs *versions, files []ScannedFile, idx []int, done func(i int, v objects.CID) error) error {
 	if len(idx) == 0 {
 		return nil
+	}
+	store := bs // small files' blocks, in batches
+	if vs != nil {
+		store = objects.SkipKnown(bs, vs.known)
 	}
 	type result struct {
 		i      int
@@ -238,7 +259,7 @@ func readInto(ctx context.Context, bs objects.BlockStore, files []ScannedFile, i
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				v, blocks, size, err := readValue(ctx, bs, files[i].Path, files[i].Size)
+				v, blocks, size, err := readValue(ctx, bs, vs, i, files[i].Path, files[i].Size)
 				results <- result{i: i, v: v, blocks: blocks, size: size, err: err}
 			}
 		}()
@@ -262,7 +283,7 @@ func readInto(ctx context.Context, bs objects.BlockStore, files []ScannedFile, i
 		if len(batch) == 0 {
 			return nil
 		}
-		err := bs.Put(ctx, batch...)
+		err := store.Put(ctx, batch...)
 		batch, batchBytes = batch[:0], 0
 		return err
 	}

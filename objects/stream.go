@@ -30,10 +30,29 @@ const readWindow = 2 << 20
 // bytes. A failure part-way may leave some blocks stored and unreferenced;
 // gc removes them.
 func WriteValue(ctx context.Context, bs BlockStore, r io.Reader) (CID, uint64, error) {
-	return writeValue(ctx, bs, r, true)
+	return writeValue(ctx, bs, r, true, nil)
 }
 
-func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool) (CID, uint64, error) {
+// WriteVersion is WriteValue for content that is a new version of the value
+// prev, whose list nodes k is reading (k.AddVersion(bs, prev)): the blocks
+// of prev are not handed to the store again, and of prev's bottom list
+// nodes only those under content that changed are read. A chunk waits
+// until the list node that will link it is cut: if that node is one of
+// prev's (its CID is among prev's bottom nodes), the chunks under it are
+// stored already; the chunks of a node that is new wait, in order with
+// the nodes above them, until the next node found among prev's says which
+// of prev's bottom nodes lie between, and those are read. What is handed
+// to the store is then only what those nodes do not name, children still
+// before their parents. Without k, or when prev's lists could not be read,
+// it is WriteValue through SkipKnown(bs, k).
+func WriteVersion(ctx context.Context, bs BlockStore, r io.Reader, k *Known, prev CID) (CID, uint64, error) {
+	if k == nil {
+		return WriteValue(ctx, bs, r)
+	}
+	return writeValue(ctx, SkipKnown(bs, k), r, true, &prevWrite{k: k, prev: prev, last: -1})
+}
+
+func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool, prev *prevWrite) (CID, uint64, error) {
 	buf := make([]byte, ChunkThreshold+1, readWindow)
 	n, err := io.ReadFull(r, buf)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -52,7 +71,7 @@ func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool) (C
 	whole := startHasher()
 	defer whole.stop()
 	whole.add(buf)
-	w := &valueWriter{ctx: ctx, bs: bs, whole: whole}
+	w := &valueWriter{ctx: ctx, bs: bs, whole: whole, prev: prev}
 	// A database is cut at its pages when its whole length turns out a whole
 	// number of pages (SQLitePageSize); that is known only at the end, so the
 	// pages are cut as they come and, should the length not fit, read back
@@ -67,6 +86,7 @@ func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool) (C
 		// Top the window up to a whole chunk's worth past the cut point.
 		if !eof && len(buf)-off < cdcMax {
 			whole.wait()
+			w.detach()
 			buf = buf[:copy(buf, buf[off:])]
 			off = 0
 			from := len(buf)
@@ -95,7 +115,7 @@ func writeValue(ctx context.Context, bs BlockStore, r io.Reader, sqlite bool) (C
 				}
 				again := io.MultiReader(&chunkReader{ctx: ctx, bs: bs, stack: []chunkFrame{{links: cidsOf(top), want: sumSizes(top)}}},
 					bytes.NewReader(rest))
-				return writeValue(ctx, bs, again, false)
+				return writeValue(ctx, bs, again, false, nil)
 			}
 			end = page
 		} else {
@@ -197,6 +217,14 @@ type valueWriter struct {
 	levels []*linkLevel
 	batch  []Block
 	bytes  int
+
+	// With a previous version (WriteVersion): the chunks of level 0 not
+	// yet linked by a list node, in step with levels[0].pending (Data nil
+	// for a chunk known stored); the first owned of them hold copies, the
+	// others the window's bytes (detach copies them before it moves).
+	prev  *prevWrite
+	held  []Block
+	owned int
 }
 
 type linkLevel struct {
@@ -207,7 +235,18 @@ type linkLevel struct {
 func (w *valueWriter) chunk(b []byte) error {
 	w.size += uint64(len(b))
 	blk := NewValue(b)
+	known := false
 	if s, ok := w.bs.(knownStore); ok && s.knownNow(blk.CID) { // stored already: no copy, no write
+		known = true
+	}
+	if w.prev != nil && w.prev.on() {
+		if known {
+			blk.Data = nil
+		}
+		w.held = append(w.held, blk) // decided when its list node is cut
+		return w.add(0, chunkLink{blk.CID, uint64(len(b))})
+	}
+	if known {
 		return w.add(0, chunkLink{blk.CID, uint64(len(b))})
 	}
 	blk.Data = bytes.Clone(b) // the batch outlives the window
@@ -217,7 +256,26 @@ func (w *valueWriter) chunk(b []byte) error {
 	return w.add(0, chunkLink{blk.CID, uint64(len(b))})
 }
 
+// detach copies the held chunks that still point into the window.
+func (w *valueWriter) detach() {
+	for i := w.owned; i < len(w.held); i++ {
+		if w.held[i].Data != nil {
+			w.held[i].Data = bytes.Clone(w.held[i].Data)
+		}
+	}
+	w.owned = len(w.held)
+}
+
+// emit hands b to the store's batch, after whatever waits on a previous
+// version's nodes (so parents never go before their children).
 func (w *valueWriter) emit(b Block) error {
+	if w.prev != nil && len(w.prev.queue) > 0 {
+		return w.prev.wait(w, b)
+	}
+	return w.emitNow(b)
+}
+
+func (w *valueWriter) emitNow(b Block) error {
 	w.batch = append(w.batch, b)
 	w.bytes += len(b.Data)
 	if w.bytes >= writeBatch {
@@ -274,6 +332,14 @@ func (w *valueWriter) group(k int, last bool) error {
 		nb := Block{CID: Sum(CodecDagCBOR, data), Data: data}
 		up := chunkLink{nb.CID, sumSizes(lv.pending[:end])}
 		lv.pending = append(lv.pending[:0], lv.pending[end:]...)
+		if k == 0 && len(w.held) > 0 {
+			err := w.prev.cut(w, nb.CID, w.held[:end])
+			w.held = append(w.held[:0], w.held[end:]...)
+			w.owned = max(w.owned-end, 0)
+			if err != nil {
+				return err
+			}
+		}
 		if s, ok := w.bs.(knownStore); !ok || !s.knownNow(nb.CID) {
 			if err := w.emit(nb); err != nil {
 				return err
@@ -291,6 +357,16 @@ func (w *valueWriter) group(k int, last bool) error {
 func (w *valueWriter) links() ([]chunkLink, error) {
 	for k := 0; ; k++ {
 		if lv := w.levels[k]; lv.total <= MaxChunkLinks {
+			if w.prev != nil && w.prev.on() {
+				// Chunks the file node links itself, then whatever waits.
+				for _, b := range w.held {
+					w.prev.hold(b)
+				}
+				w.held, w.owned = nil, 0
+				if err := w.prev.settle(w, -1); err != nil {
+					return nil, err
+				}
+			}
 			return lv.pending, w.flush()
 		}
 		if err := w.group(k, true); err != nil {
@@ -602,4 +678,103 @@ func CopyValue(w io.Writer, rd io.Reader) (int64, error) {
 			return n, err
 		}
 	}
+}
+
+// prevQueueMax bounds the bytes WriteVersion holds waiting for a previous
+// version's node; past it they go to the store (which looks them up).
+const prevQueueMax = 8 << 20
+
+// prevWrite is WriteVersion's state: the previous version's bottom list
+// nodes (versionLists), the last of them found in the new version, and the
+// blocks waiting to learn which of them lie between.
+type prevWrite struct {
+	k      *Known
+	prev   CID
+	vl     *versionLists
+	inited bool
+	off    bool
+	last   int // index in vl.bottom of the last node found again
+	queue  []Block
+	bytes  int
+}
+
+// on reports whether the previous version's bottom nodes are known (once
+// the read AddVersion started is done).
+func (p *prevWrite) on() bool {
+	if !p.inited {
+		p.inited = true
+		p.vl = p.k.version(p.prev)
+		p.off = p.vl == nil || len(p.vl.bottom) == 0
+	}
+	return !p.off
+}
+
+// hold queues a chunk that is not known stored (copied: the window moves).
+func (p *prevWrite) hold(b Block) {
+	if b.Data != nil {
+		p.queue = append(p.queue, Block{CID: b.CID, Data: bytes.Clone(b.Data)})
+		p.bytes += len(b.Data)
+	}
+}
+
+// wait queues b behind the blocks waiting.
+func (p *prevWrite) wait(w *valueWriter, b Block) error {
+	p.queue = append(p.queue, b)
+	p.bytes += len(b.Data)
+	if p.bytes >= prevQueueMax {
+		return p.release(w)
+	}
+	return nil
+}
+
+// cut is called when the list node node is cut over the chunks held. A
+// node of the previous version (named by a node read and verified) has its
+// chunks stored: they are dropped, and the previous version's nodes since
+// the last one found are read so that what waits is decided. Otherwise the
+// chunks not known stored wait.
+func (p *prevWrite) cut(w *valueWriter, node CID, held []Block) error {
+	if q, ok := p.vl.pos[node]; ok {
+		if q <= p.last {
+			return nil
+		}
+		return p.settle(w, q)
+	}
+	for _, b := range held {
+		p.hold(b)
+	}
+	if p.bytes >= prevQueueMax {
+		return p.release(w)
+	}
+	return nil
+}
+
+// settle reads the previous version's bottom nodes after the last one found
+// and before index end (-1: to the last), when anything waits, then hands
+// on what waits and they do not name.
+func (p *prevWrite) settle(w *valueWriter, end int) error {
+	if end < 0 {
+		end = len(p.vl.bottom)
+	}
+	if len(p.queue) > 0 && end > p.last+1 {
+		p.k.readNodes(p.vl.bs, p.vl.bottom[p.last+1:end])
+	}
+	if end > p.last {
+		p.last = end
+	}
+	return p.release(w)
+}
+
+// release hands the waiting blocks on, in order, but those known stored.
+func (p *prevWrite) release(w *valueWriter) error {
+	q := p.queue
+	p.queue, p.bytes = nil, 0
+	for _, b := range q {
+		if p.k.Has(b.CID) {
+			continue
+		}
+		if err := w.emitNow(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
