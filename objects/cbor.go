@@ -9,8 +9,10 @@ import (
 // A minimal canonical DAG-CBOR writer and strict reader for the fixed object
 // shapes of this package. Canonical means: shortest-form lengths and integers,
 // definite lengths only, map keys ordered by length then bytes, CIDs as tag 42
-// over a byte string with a leading 0x00. Decoders additionally re-encode what
-// they read and compare, so any byte-level deviation is refused.
+// over a byte string with a leading 0x00. The reader refuses heads in any but
+// their shortest form; the tree node decoder (the one read on every walk)
+// checks the rest of canonical form as it reads, the other decoders re-encode
+// what they read and compare, so any byte-level deviation is refused.
 
 const (
 	majUint  = 0 << 5
@@ -70,7 +72,7 @@ func (r *reader) fail(format string, a ...any) error {
 }
 
 // head reads a major type and argument. Indefinite lengths and non-shortest
-// forms are rejected here (the re-encode check would catch them too).
+// forms are rejected here.
 func (r *reader) head() (major byte, n uint64, err error) {
 	if r.off >= len(r.b) {
 		return 0, 0, r.fail("unexpected end of input")
@@ -99,9 +101,16 @@ func (r *reader) head() (major byte, n uint64, err error) {
 	for i := 0; i < need; i++ {
 		n = n<<8 | uint64(r.b[r.off+i])
 	}
+	if n < shortestAbove[need] {
+		return 0, 0, r.fail("argument %d not in its shortest form", n)
+	}
 	r.off += need
 	return major, n, nil
 }
+
+// shortestAbove[k] is the least argument whose shortest form takes k bytes
+// after the initial byte (appendHead).
+var shortestAbove = [9]uint64{1: 24, 2: 0x100, 4: 0x10000, 8: 0x100000000}
 
 func (r *reader) expect(major byte) (uint64, error) {
 	m, n, err := r.head()

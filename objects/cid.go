@@ -41,11 +41,20 @@ func cidFromDigest(codec uint64, digest [32]byte) CID {
 		panic("objects: unsupported codec") // programming error: callers pass constants
 	}
 	copy(b[4:], digest[:])
-	c, err := cid.Cast(b[:])
-	if err != nil {
-		panic("objects: building CID: " + err.Error())
+	c, _ := canonicalCID(b[:])
+	return c
+}
+
+// canonicalCID is the CID whose binary form is b when b is exactly one of
+// the two forms this store writes (prefixRaw or prefixCBOR, then a 32-byte
+// digest), built without parsing: those bytes are a valid CIDv1 whatever
+// the digest, and go-cid keeps a CID as its bytes. Every other input, ok
+// false, goes through go-cid's parser.
+func canonicalCID(b []byte) (CID, bool) {
+	if len(b) != 36 || b[0] != 0x01 || (b[1] != CodecRaw && b[1] != CodecDagCBOR) || b[2] != 0x12 || b[3] != 0x20 {
+		return CID{}, false
 	}
-	return CID{c}
+	return CID{cid.NewCidV1(uint64(b[1]), multihash.Multihash(b[2:]))}, true
 }
 
 // Sum returns the CID of data under codec (CodecRaw or CodecDagCBOR).
@@ -68,6 +77,9 @@ func ParseCID(s string) (CID, error) {
 
 // CIDFromBytes parses the binary form of a CID (as stored inside DAG-CBOR links).
 func CIDFromBytes(b []byte) (CID, error) {
+	if c, ok := canonicalCID(b); ok {
+		return c, nil
+	}
 	n, c, err := cid.CidFromBytes(b)
 	if err != nil {
 		return CID{}, fmt.Errorf("%w: %w", ErrBadCID, err)
