@@ -286,6 +286,20 @@ func TestConcurrentDisjointTasksMerge(t *testing.T) {
 	if recA.BundleBefore != recB.BundleAfter {
 		t.Fatal("receipt chain broken")
 	}
+	// Each receipt names its own landing (the fast one's is prepared while
+	// the landing is written; the slow one's, a merge, after it): the commit
+	// HEAD moved to, the time of its operation-log entry, that commit's
+	// bundle hash, signed by the operator.
+	for i, rec := range []*Receipt{recB, recA} {
+		e := ents[len(ents)-2+i]
+		want, err := rt.repo.CommitBundleHash(ctx, e.New)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Commit != e.New || rec.From != e.Old || rec.Time != e.Time || rec.BundleAfter != want || rec.Verify(rt.pub) != nil {
+			t.Fatalf("receipt of task %q does not name its landing %+v: %+v", rec.Task, e, rec)
+		}
+	}
 }
 
 func TestConcurrentSameKeyConflicts(t *testing.T) {

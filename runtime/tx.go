@@ -357,35 +357,44 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 	if tx.writes == 0 {
 		return nil, nil
 	}
-	// The task's own bundle hash (its receipt's BundleAfter when the
-	// landing is not a merge) is computed on another core while the
-	// landing waits for the disk: with Options.Sync the HEAD move is an
-	// fsync'd write, and the hash, CPU only, need not wait for it nor it
-	// for the hash. Nothing is acknowledged before both are done.
-	bundle := make(chan bundleResult, 1)
-	go func() {
-		h, err := rt.repo.BundleHash(context.WithoutCancel(ctx), tx.lastTree)
-		bundle <- bundleResult{h, err}
-	}()
-	var taskBundle bundleResult
-	waited := false
-	wait := func() bundleResult {
-		if !waited {
-			taskBundle, waited = <-bundle, true
-		}
-		return taskBundle
-	}
-	defer wait() // never return with the hash still reading the store
 	st := rt.agent(tx.agent)
 	st.land.Lock()
 	defer st.land.Unlock()
+	// The receipt of a landing that needs no merge (From: the task's
+	// start, Commit: its last commit, at the time the landing is given) is
+	// built on another core while the landing waits for the disk: the
+	// task's bundle hash and the signature are CPU only, and with
+	// Options.Sync the HEAD move is an fsync'd write; neither need wait for
+	// the other. It is used only if the landing is that one; nothing is
+	// acknowledged, and no receipt is kept, before the landing is durable.
+	now := rt.repo.Now()
+	early := make(chan earlyReceipt, 1)
+	go func() {
+		c := context.WithoutCancel(ctx)
+		h, err := rt.repo.BundleHash(c, tx.lastTree)
+		if err != nil {
+			early <- earlyReceipt{err: err}
+			return
+		}
+		rec, err := rt.receipt(c, tx.agent, tx.task, tx.start, tx.start, tx.last, tx.last, tx.writes, now, &h)
+		early <- earlyReceipt{rec, err}
+	}()
+	var prepared earlyReceipt
+	waited := false
+	wait := func() earlyReceipt {
+		if !waited {
+			prepared, waited = <-early, true
+		}
+		return prepared
+	}
+	defer wait() // never return with the receipt still reading the store
 	meta := tx.task.metadata(tx.agent)
 	meta["op"] = "merge"
 	if !tx.start.IsZero() {
 		meta["start"] = tx.start.String()
 	}
 	l, err := rt.repo.Land(ctx, repo.LandRequest{Agent: tx.agent, Start: tx.start, StartTree: tx.startTree,
-		Last: tx.last, LastTree: tx.lastTree, LastTime: tx.lastTime, Task: tx.task.ID,
+		Last: tx.last, LastTree: tx.lastTree, LastTime: tx.lastTime, Task: tx.task.ID, Time: now,
 		MergeMessage: fmt.Sprintf("merge task %s", tx.task.ID), MergeMetadata: meta})
 	var mc *repo.MergeConflictError
 	if errors.As(err, &mc) {
@@ -401,13 +410,14 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 	// Landed. From here on nothing may be reported as a task failure
 	// except a receipt that could not be kept.
 	lctx := context.WithoutCancel(ctx)
-	var after *objects.BundleHash // a merge's is computed by receipt
-	if b := wait(); !l.Merged && b.err == nil {
-		after = &b.h
-	} // else receipt computes it (and says why it could not)
-	rec, err := rt.receipt(lctx, tx.agent, tx.task, tx.start, l.From, l.Commit, tx.last, tx.writes, l.Entry.Time, after)
-	if err != nil {
-		return nil, fmt.Errorf("%w: task %q landed at %s: %w", ErrReceiptNotKept, tx.task.ID, l.Commit, err)
+	rec := wait().rec
+	if l.Merged || l.From != tx.start || l.Commit != tx.last || l.Entry.Time != now || rec == nil {
+		// A merge (its receipt names the merge commit), or the early
+		// receipt failed: receipt computes what it needs (and says why it
+		// could not).
+		if rec, err = rt.receipt(lctx, tx.agent, tx.task, tx.start, l.From, l.Commit, tx.last, tx.writes, l.Entry.Time, nil); err != nil {
+			return nil, fmt.Errorf("%w: task %q landed at %s: %w", ErrReceiptNotKept, tx.task.ID, l.Commit, err)
+		}
 	}
 	// The receipt rides with the next durable write (the next landing, or
 	// Close): a receipt lost with the process is re-created from the
@@ -421,8 +431,9 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 	return rec, nil
 }
 
-type bundleResult struct {
-	h   objects.BundleHash
+// earlyReceipt is the receipt land prepares while the landing is written.
+type earlyReceipt struct {
+	rec *Receipt
 	err error
 }
 

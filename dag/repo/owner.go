@@ -406,6 +406,10 @@ type LandRequest struct {
 	Last, LastTree   objects.CID
 	LastTime         int64
 	Task             string
+	// Time is the operation-log time of the move (zero: Now when Land
+	// runs): a writer that prepares what follows a landing (a signed
+	// receipt) while the landing waits for the disk names the time first.
+	Time int64
 	// MergeMessage and MergeMetadata describe the merge commit, if one is
 	// needed.
 	MergeMessage  string
@@ -456,7 +460,11 @@ func (r *Repo) Land(ctx context.Context, req LandRequest) (Landed, error) {
 		if err := ctx.Err(); err != nil {
 			return Landed{}, err
 		}
-		l.Entry, err = r.Refs.Move(ctx, refs.Move{Agent: req.Agent, Old: h.Commit, New: l.Commit, Op: op, Time: r.Now(), Task: req.Task})
+		now := req.Time
+		if now == 0 {
+			now = r.Now()
+		}
+		l.Entry, err = r.Refs.Move(ctx, refs.Move{Agent: req.Agent, Old: h.Commit, New: l.Commit, Op: op, Time: now, Task: req.Task})
 		if errors.Is(err, refs.ErrConflict) {
 			continue // HEAD moved again: merge onto the new HEAD
 		}

@@ -263,3 +263,54 @@ func treeKeys(t *testing.T, r *repo.Repo, root objects.CID) []string {
 	}
 	return out
 }
+
+// A landing given a time records that time in its operation-log entry, a
+// plain move and a merge alike (a writer that signs what follows the
+// landing while it is written names the time first); without one, Now.
+func TestOwnerLandAtGivenTime(t *testing.T) {
+	owners(t, func(t *testing.T, r *repo.Repo) {
+		ctx := context.Background()
+		base := mustPut(t, r, "a", "shared", "0")
+		baseTree := mustCommit(t, r, base).Tree
+		writer := func(key, val string) (objects.CID, objects.CID) {
+			tr, err := objects.LoadTree(ctx, r.Blocks, baseTree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := objects.NewValue([]byte(val))
+			tr.Put(ctx, key, v.CID)
+			root, nodes := tr.Flush()
+			c, _, err := r.WriteCommit(ctx, repo.CommitSpec{Tree: root, Parents: []objects.CID{base}, Blocks: append(nodes, v)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c, root
+		}
+		const given = 1_700_000_123
+		mine, mineTree := writer("mine", "x")
+		l, err := r.Land(ctx, repo.LandRequest{Agent: "a", Start: base, StartTree: baseTree, Last: mine, LastTree: mineTree, Time: given})
+		if err != nil || l.Merged || l.Entry.Time != given {
+			t.Fatalf("plain landing at a given time = %+v, %v", l, err)
+		}
+		other, otherTree := writer("other", "y")
+		l, err = r.Land(ctx, repo.LandRequest{Agent: "a", Start: base, StartTree: baseTree, Last: other, LastTree: otherTree, Time: given + 1, MergeMessage: "merge"})
+		if err != nil || !l.Merged || l.Entry.Time != given+1 {
+			t.Fatalf("merged landing at a given time = %+v, %v", l, err)
+		}
+		third, thirdTree := writer("third", "z")
+		l, err = r.Land(ctx, repo.LandRequest{Agent: "a", Start: base, StartTree: baseTree, Last: third, LastTree: thirdTree, MergeMessage: "merge"})
+		if err != nil || l.Entry.Time != r.Now() && l.Entry.Time+1 != r.Now() {
+			t.Fatalf("landing without a time = %+v (now %d), %v", l, r.Now(), err)
+		}
+		var times []int64
+		for e, err := range r.Refs.Log(ctx, "a") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			times = append(times, e.Time)
+		}
+		if len(times) < 3 || times[len(times)-3] != given || times[len(times)-2] != given+1 {
+			t.Fatalf("operation log times %v", times)
+		}
+	})
+}

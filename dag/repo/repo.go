@@ -338,6 +338,9 @@ func (r *Repo) EmptyTree(ctx context.Context) (objects.CID, error) {
 
 // BundleHash returns the bundle hash of a tree, cached per tree root.
 func (r *Repo) BundleHash(ctx context.Context, tree objects.CID) (objects.BundleHash, error) {
+	if s := r.leafCache.get(tree); s != nil {
+		return s.hash(), nil // held in memory: no lookup of the record
+	}
 	key := "bundle/" + string(tree.Bytes())
 	if v, ok, err := r.Storage.GetMeta(ctx, key); err == nil && ok && len(v) == 32 {
 		return objects.BundleHash(v), nil
