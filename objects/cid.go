@@ -153,6 +153,12 @@ func (c CID) Codec() uint64 {
 	if !c.c.Defined() {
 		return 0
 	}
+	// Every CID this package makes is CIDv1 with a one-byte codec and a
+	// sha2-256 digest (fromCid, canonicalCID): the codec is its second
+	// byte, read without parsing.
+	if k := c.c.KeyString(); len(k) == 36 && k[0] == 0x01 {
+		return uint64(k[1])
+	}
 	return c.c.Prefix().Codec
 }
 
