@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	badger "github.com/dgraph-io/badger/v4"
 
@@ -65,7 +66,16 @@ type held struct {
 	vals  map[string][]byte
 	bytes int
 	tape  sync.Mutex // serializes tape appends, deferred or not
+	// tapeEnd is each tape's last sequence number, held or written, once
+	// a deferred append has found it (guarded by tape). A tape only grows,
+	// and only through AppendLines in the one process holding the store,
+	// so a runtime landing task after task finds its tape's end here
+	// instead of seeking it in Badger (an iterator over every table).
+	tapeEnd map[string]uint64
 }
+
+// tapeScans counts the seeks of a tape's end in Badger (tests).
+var tapeScans atomic.Int64
 
 func (h *held) get(key []byte) ([]byte, bool) {
 	h.mu.Lock()
@@ -222,23 +232,29 @@ func (s *Store) putHeld(blocks []objects.Block) error {
 // appendHeld holds tape lines appended with a deferred context, numbered
 // after the tape's last line, held or written. The caller holds held.tape.
 func (s *Store) appendHeld(agent string, lines [][]byte) (uint64, error) {
-	var last uint64
-	err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		last, err = lastTapeSeq(txn, agent)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
 	p := tapePrefix(agent)
-	if keys, _ := s.held.withPrefix(p); len(keys) > 0 {
-		k := keys[len(keys)-1]
-		last = max(last, binary.BigEndian.Uint64(k[len(k)-8:]))
+	last, known := s.held.tapeEnd[agent]
+	if !known {
+		err := s.db.View(func(txn *badger.Txn) error {
+			var err error
+			last, err = lastTapeSeq(txn, agent)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		if keys, _ := s.held.withPrefix(p); len(keys) > 0 {
+			k := keys[len(keys)-1]
+			last = max(last, binary.BigEndian.Uint64(k[len(k)-8:]))
+		}
 	}
 	for _, l := range lines {
 		last++
 		s.held.add(binary.BigEndian.AppendUint64(slices.Clip(p), last), bytes.Clone(l))
 	}
+	if s.held.tapeEnd == nil {
+		s.held.tapeEnd = map[string]uint64{}
+	}
+	s.held.tapeEnd[agent] = last
 	return last, nil
 }

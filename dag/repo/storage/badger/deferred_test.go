@@ -249,3 +249,52 @@ func TestDeferredKilled(t *testing.T) {
 		t.Fatalf("tape after the kill: %q", got)
 	}
 }
+
+// A runtime appends a receipt to its tape with every task: deferred
+// appends find the tape's end once, not with a seek in Badger each (an
+// iterator over every table), and lines appended deferred, directly and
+// held across durable writes keep one order, in memory and after reopening.
+func TestDeferredTapeAppendsFindTheEndOnce(t *testing.T) {
+	ctx := context.Background()
+	s, dir := createSync(t)
+	d := badger.Deferred(ctx)
+	var want []string
+	appendLine := func(c context.Context, l string) {
+		t.Helper()
+		if _, err := s.AppendLines(c, "a", [][]byte{[]byte(l)}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, l)
+	}
+	appendLine(ctx, "direct 0")
+	scans := badger.TapeScans()
+	for i := range 50 {
+		appendLine(d, fmt.Sprint("deferred ", i))
+		if i%3 == 0 {
+			appendLine(d, fmt.Sprint("deferred again ", i))
+		}
+		if err := s.SetMeta(ctx, "durable", []byte{byte(i)}); err != nil { // carries what is held
+			t.Fatal(err)
+		}
+	}
+	if n := badger.TapeScans() - scans; n > 1 {
+		t.Fatalf("50 rounds of deferred appends sought the tape's end %d times, want at most 1", n)
+	}
+	appendLine(ctx, "direct 1")
+	appendLine(d, "deferred after direct")
+	appendLine(d, "and one more")
+	if got := tapeOf(t, s, "a"); !slices.Equal(got, want) {
+		t.Fatalf("tape %q, want %q", got, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := badger.Open(dir, badger.Options{Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := tapeOf(t, s, "a"); !slices.Equal(got, want) {
+		t.Fatalf("tape after reopening %q, want %q", got, want)
+	}
+}

@@ -35,3 +35,7 @@ func (s *Store) Writes() int64 { return s.writes.Load() }
 
 // MaxHeld is maxHeld, for the tests.
 const MaxHeld = maxHeld
+
+// TapeScans counts the seeks of a tape's end in Badger since the process
+// started.
+func TapeScans() int64 { return tapeScans.Load() }

@@ -31,6 +31,7 @@ func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (
 	if s.deferring(ctx) {
 		return s.appendHeld(agent, lines)
 	}
+	delete(s.held.tapeEnd, agent) // found again by the next deferred append
 	var last uint64
 	for {
 		err := s.update(func(txn *badger.Txn) error {
@@ -69,6 +70,7 @@ func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (
 
 // lastTapeSeq returns the last sequence number on an agent's tape.
 func lastTapeSeq(txn *badger.Txn, agent string) (uint64, error) {
+	tapeScans.Add(1)
 	o := badger.DefaultIteratorOptions
 	o.Reverse = true
 	o.PrefetchValues = false
