@@ -74,8 +74,18 @@ func isDB(ctx context.Context, v *View, c objects.CID) bool {
 }
 
 // rowDiff computes the change from value a to value b (either may be zero).
+// Both values' pages are opened first and what the comparison will read is
+// read ahead (sqlitedb.ReadAheadDiff) while SQLite opens each database and
+// reads its schema.
 func (v *View) rowDiff(ctx context.Context, a, b objects.CID, wal uint64, sql bool) (*RowDiff, error) {
-	var dbs [2]*sqlitedb.DB
+	var pages [2]*sqlitedb.Pages
+	defer func() {
+		for _, p := range pages {
+			if p != nil {
+				p.Close() // again after its DB's Close: a no-op
+			}
+		}
+	}()
 	for i, c := range []objects.CID{a, b} {
 		if c.IsZero() {
 			continue
@@ -84,8 +94,16 @@ func (v *View) rowDiff(ctx context.Context, a, b objects.CID, wal uint64, sql bo
 		if err != nil {
 			return nil, err
 		}
+		pages[i] = p
 		if i == 1 && p.WALMode() && wal > 0 {
 			return nil, fmt.Errorf("a database in WAL mode whose -wal holds %d bytes of changes not in it: checkpoint the database (PRAGMA wal_checkpoint(TRUNCATE)) before it is committed", wal)
+		}
+	}
+	sqlitedb.ReadAheadDiff(ctx, pages[0], pages[1])
+	var dbs [2]*sqlitedb.DB
+	for i, p := range pages {
+		if p == nil {
+			continue
 		}
 		db, err := sqlitedb.OpenPagesDB(ctx, p)
 		if err != nil {

@@ -90,6 +90,17 @@ func ChangedPages(ctx context.Context, a, b *Pages) ([]int64, error) {
 	if a.pageSize != b.pageSize {
 		return nil, fmt.Errorf("sqlitedb: comparing pages of %d and %d bytes", a.pageSize, b.pageSize)
 	}
+	// The list nodes being read ahead (ReadAheadDiff) are waited for, not
+	// read a second time.
+	for _, p := range []*Pages{a, b} {
+		if p.aheadNodes != nil {
+			select {
+			case <-p.aheadNodes:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
 	na, nb := a.PageCount(), b.PageCount()
 	var out []int64
 	if a.value != b.value {
@@ -172,15 +183,20 @@ func sameRun(ctx context.Context, a, b *Pages, idx int64) (int64, error) {
 // background, at most GOMAXPROCS reads at a time, and keeps them where the
 // reads of them will find them: a caller that knows which pages it is
 // about to read spreads the store's reads (each a lookup, a decompression
-// and a re-hash) over the cores instead of waiting on each in turn. Pages
-// out of range, held already, or of a value held whole are passed over; a
-// read that fails is left for the read of that page itself to report.
+// and a re-hash) over the cores instead of waiting on each in turn. The
+// pages asked for go before those read ahead of a scan or by
+// ReadAheadDiff that no read has taken yet: the caller is about to read
+// them. Pages out of range, held already, or of a value held whole are
+// passed over; a read that fails is left for the read of that page itself
+// to report.
 func (p *Pages) Prefetch(ctx context.Context, pages []int64) {
 	if p.whole != nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var fs []*fetch
+	defer func() { p.first(fs) }()
 	for _, n := range pages {
 		if n < 1 || n > p.PageCount() || p.stop.Err() != nil || ctx.Err() != nil {
 			continue
@@ -189,21 +205,25 @@ func (p *Pages) Prefetch(ctx context.Context, pages []int64) {
 		if err != nil {
 			return
 		}
-		p.fetch(c, true)
+		if f := p.fetch(c, true); f != nil {
+			fs = append(fs, f)
+		}
 	}
 }
 
 // fetch starts reading chunk c in the background unless it is held or on
-// its way (p.mu held); keep also keeps it in the shared cache.
-func (p *Pages) fetch(c objects.CID, keep bool) {
+// its way (p.mu held); keep also keeps it in the shared cache. It returns
+// the chunk's fetch (nil when it is held or the reads have stopped).
+func (p *Pages) fetch(c objects.CID, keep bool) *fetch {
 	if _, ok := p.cache[c]; ok {
-		return
+		return nil
 	}
-	if _, ok := p.pending[c]; ok {
-		return
+	if f, ok := p.pending[c]; ok {
+		f.keep = f.keep || keep
+		return f
 	}
 	if p.stop.Err() != nil {
-		return
+		return nil
 	}
 	f := &fetch{c: c, keep: keep, done: make(chan struct{})}
 	p.pending[c] = f
@@ -213,4 +233,151 @@ func (p *Pages) fetch(c objects.CID, keep bool) {
 		p.wg.Add(1)
 		go p.work()
 	}
+	return f
+}
+
+// first moves the fetches among fs that no worker has taken yet to the
+// front of the queue, in their order (p.mu held).
+func (p *Pages) first(fs []*fetch) {
+	if len(fs) == 0 {
+		return
+	}
+	want := make(map[*fetch]bool, len(fs))
+	for _, f := range fs {
+		want[f] = true
+	}
+	front := make([]*fetch, 0, len(p.queue))
+	var rest []*fetch
+	for _, f := range p.queue {
+		if want[f] {
+			front = append(front, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	p.queue = append(front, rest...)
+}
+
+// Read-ahead bounds of ReadAheadDiff: list nodes decoded and raw chunks
+// fetched, at most, per pair of values.
+const (
+	aheadNodes = maxIndexNodes
+	aheadPages = 1024
+)
+
+// ReadAheadDiff starts reading, in the background, what a comparison of
+// two versions of a database (ChangedPages, then reads of the changed
+// pages) will read, so that those reads are spread over the cores and
+// overlap whatever the caller does meanwhile (opening the databases with
+// SQLite, reading their schemas):
+//
+//   - the list nodes of both chunk trees, level by level, each level's in
+//     one parallel pass of the store: a node both versions link at the same
+//     depth is passed over with everything under it, as ChangedPages passes
+//     it over; the others are decoded into the store's cache of decoded
+//     blocks, where ChangedPages and the page reads find them;
+//   - then the raw chunks (pages) one version links under those nodes and
+//     the other does not, which are pages that differ: they are fetched as
+//     Prefetch fetches.
+//
+// It changes no result: ChangedPages still works out every page number
+// from the nodes themselves, and a node or page not read ahead is read
+// where it is needed. Nothing is read ahead for a value held whole, for
+// values of different page sizes or over different stores, or over a
+// store that keeps no decoded blocks. The reads stop when either Pages is
+// closed or ctx is done; at most aheadNodes list nodes and aheadPages
+// pages of each value are read ahead.
+func ReadAheadDiff(ctx context.Context, a, b *Pages) {
+	if a == nil || b == nil || a.root == nil || b.root == nil || a.pageSize != b.pageSize ||
+		a.bs != b.bs || a.shared == nil || a.value == b.value {
+		return
+	}
+	stop, cancel := context.WithCancel(a.stop)
+	cb := context.AfterFunc(b.stop, cancel)
+	cc := context.AfterFunc(ctx, cancel)
+	done := make(chan struct{})
+	a.aheadNodes, b.aheadNodes = done, done
+	a.wg.Add(1)
+	b.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer b.wg.Done()
+		defer cancel()
+		defer cb()
+		defer cc()
+		defer close(done) // after the pages are queued: a read of one waits for its fetch
+		onlyA, onlyB := differingLeaves(stop, a, b)
+		for i, p := range []*Pages{a, b} {
+			p.mu.Lock()
+			for _, c := range [][]objects.CID{onlyA, onlyB}[i] {
+				p.fetch(c, true)
+			}
+			p.mu.Unlock()
+		}
+	}()
+}
+
+// differingLeaves walks the two chunk trees level by level (see
+// ReadAheadDiff) and returns the raw chunks each links under the nodes the
+// other does not share, in link order, at most aheadPages of each.
+func differingLeaves(ctx context.Context, a, b *Pages) (onlyA, onlyB []objects.CID) {
+	la, lb := a.root.links, b.root.links
+	var rawA, rawB []objects.CID
+	read := 0
+	for depth := 1; depth <= objects.MaxChunkDepth+1 && len(la)+len(lb) > 0; depth++ {
+		inA, inB := cidSet(la), cidSet(lb)
+		var todo []objects.CID
+		seen := map[objects.CID]bool{}
+		split := func(links []objects.CID, other map[objects.CID]bool, raw *[]objects.CID) {
+			for _, c := range links {
+				switch {
+				case other[c]:
+					// shared at this depth: passed over
+				case c.Codec() == objects.CodecRaw:
+					*raw = append(*raw, c)
+				case !seen[c]:
+					seen[c] = true
+					todo = append(todo, c)
+				}
+			}
+		}
+		split(la, inB, &rawA)
+		nA := len(todo)
+		split(lb, inA, &rawB)
+		if read += len(todo); read > 2*aheadNodes || ctx.Err() != nil {
+			return nil, nil
+		}
+		nodes, err := a.chunkNodes(ctx, todo, depth)
+		if err != nil {
+			return nil, nil // the reads that need these nodes will say why
+		}
+		la, lb = nil, nil
+		for i, n := range nodes {
+			if i < nA {
+				la = append(la, n.links...)
+			} else {
+				lb = append(lb, n.links...)
+			}
+		}
+	}
+	inA, inB := cidSet(rawA), cidSet(rawB)
+	for _, c := range rawA {
+		if !inB[c] && len(onlyA) < aheadPages {
+			onlyA = append(onlyA, c)
+		}
+	}
+	for _, c := range rawB {
+		if !inA[c] && len(onlyB) < aheadPages {
+			onlyB = append(onlyB, c)
+		}
+	}
+	return onlyA, onlyB
+}
+
+func cidSet(cs []objects.CID) map[objects.CID]bool {
+	m := make(map[objects.CID]bool, len(cs))
+	for _, c := range cs {
+		m[c] = true
+	}
+	return m
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/agentstate/agentstate/dag"
@@ -168,4 +170,126 @@ func TestPrefetch(t *testing.T) {
 	if r := count.reads(); r != len(want) {
 		t.Fatalf("prefetching and reading %d pages read %d blocks", len(want), r)
 	}
+}
+
+// batchStore counts the block reads that reach the store and the store
+// calls (a Get, or a GetBatch of many blocks) they take.
+type batchStore struct {
+	objects.BlockStore
+	mu    sync.Mutex
+	gets  map[objects.CID]int
+	calls int
+}
+
+func (s *batchStore) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	s.mu.Lock()
+	s.gets[c]++
+	s.calls++
+	s.mu.Unlock()
+	return s.BlockStore.Get(ctx, c)
+}
+
+func (s *batchStore) GetBatch(ctx context.Context, cids []objects.CID, fn func(int, []byte, error)) error {
+	s.mu.Lock()
+	for _, c := range cids {
+		s.gets[c]++
+	}
+	s.calls++
+	s.mu.Unlock()
+	for i, c := range cids {
+		data, err := s.BlockStore.Get(ctx, c)
+		fn(i, data, err)
+	}
+	return nil
+}
+
+// ReadAheadDiff reads both versions' list nodes level by level, each
+// level in a few store calls, and queues the pages that differ before
+// ChangedPages returns: ChangedPages then reads no list node again, every
+// changed page is held or on its way when it returns, and no block of the
+// comparison and of the changed pages' reads reaches the store twice. The
+// pages found are exactly those whose bytes differ.
+func TestReadAheadDiff(t *testing.T) {
+	ctx := context.Background()
+	file := memoryDB(t, 30000)
+	a, _ := os.ReadFile(file)
+	sqlite3(t, file, `UPDATE messages SET body = 'edited ' || id WHERE id % 499 = 0;`)
+	b, _ := os.ReadFile(file)
+	ms := memstore.New()
+	va, ba := objects.NewFileValue(a)
+	vb, bb := objects.NewFileValue(b)
+	if err := ms.Put(ctx, append(ba, bb...)...); err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[objects.CID]bool{}
+	for _, blk := range append(ba, bb...) {
+		if blk.CID.Codec() != objects.CodecRaw {
+			nodes[blk.CID] = true
+		}
+	}
+	count := &batchStore{BlockStore: ms, gets: map[objects.CID]int{}}
+	bs := dag.WithCommitCache(count, 16)
+	pa, err := sqlitedb.OpenPages(ctx, bs, va)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pa.Close()
+	pb, err := sqlitedb.OpenPages(ctx, bs, vb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pb.Close()
+	count.mu.Lock()
+	clear(count.gets)
+	count.calls = 0
+	count.mu.Unlock()
+
+	sqlitedb.ReadAheadDiff(ctx, pa, pb)
+	got, err := sqlitedb.ChangedPages(ctx, pa, pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pagesDiffer(a, b, 4096)
+	if !slices.Equal(got, want) || len(want) < 20 {
+		t.Fatalf("changed pages %v, want %v", got, want)
+	}
+	for _, n := range got[1:] { // page 1 (the header) may be the other's too
+		for _, p := range []*sqlitedb.Pages{pa, pb} {
+			if !sqlitedb.HeldOrFetching(ctx, p, n) {
+				t.Fatalf("changed page %d is neither held nor being read when ChangedPages returns", n)
+			}
+		}
+	}
+	count.mu.Lock()
+	nodeReads, calls := 0, count.calls
+	for c, k := range count.gets {
+		if nodes[c] {
+			nodeReads += k
+		}
+	}
+	count.mu.Unlock()
+	// Three levels under the file node at most here, each read in at most
+	// one call per core and version, and each read ahead of a page read.
+	if limit := 3*2*runtime.GOMAXPROCS(0) + 2*len(want); calls > limit || nodeReads == 0 {
+		t.Fatalf("%d list-node reads took %d store calls (with the pages' reads), want at most %d", nodeReads, calls, limit)
+	}
+	for _, n := range got {
+		for i, p := range []*sqlitedb.Pages{pa, pb} {
+			data, err := p.Page(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(data, [][]byte{a, b}[i][(n-1)*4096:n*4096]) {
+				t.Fatalf("page %d of version %d is not the file's", n, i)
+			}
+		}
+	}
+	count.mu.Lock()
+	defer count.mu.Unlock()
+	for c, k := range count.gets {
+		if k > 1 {
+			t.Fatalf("block %s (%d list nodes, %d changed pages) was read %d times", c, nodeReads, len(want), k)
+		}
+	}
+	t.Logf("%d changed pages of %d; %d list-node reads of %d list nodes; %d store calls before the page reads", len(want), len(a)/4096, nodeReads, len(nodes), calls)
 }

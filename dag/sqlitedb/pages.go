@@ -71,6 +71,10 @@ type Pages struct {
 	wg      sync.WaitGroup
 	stop    context.Context // cancelled by Close
 	cancel  context.CancelFunc
+
+	// aheadNodes, when ReadAheadDiff reads this value's list nodes ahead,
+	// is closed when it has read them.
+	aheadNodes chan struct{}
 }
 
 // fetch is one chunk being read ahead; done is closed when data or err is set.

@@ -501,6 +501,13 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 	sortObjs(roots)
 	s.names = make([]string, len(roots))
 	total := s.pages.PageCount()
+	// Each b-tree's root, and then each level of interior pages, is read
+	// on every core before it is walked.
+	rootPages := make([]int64, len(roots))
+	for i, o := range roots {
+		rootPages[i] = o.Root
+	}
+	s.pages.Prefetch(ctx, rootPages)
 	type at struct {
 		n     int64
 		clean bool
@@ -528,6 +535,13 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 			var next []at
 			if !isLeaf {
 				next = make([]at, 0, len(level)*64)
+				if len(level) > 1 {
+					ns := make([]int64, len(level))
+					for i, l := range level {
+						ns[i] = l.n
+					}
+					s.pages.Prefetch(ctx, ns)
+				}
 			}
 			for _, l := range level {
 				n := l.n

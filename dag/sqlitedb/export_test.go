@@ -1,0 +1,28 @@
+package sqlitedb
+
+import "context"
+
+// HeldOrFetching reports whether page n's chunk is held by p (or by the
+// store's cache of decoded blocks) or being fetched, so that a read of it
+// reaches the store no more.
+func HeldOrFetching(ctx context.Context, p *Pages, n int64) bool {
+	c, err := p.PageCID(ctx, n)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.cache[c]; ok {
+		return true
+	}
+	if _, ok := p.pending[c]; ok {
+		return true
+	}
+	if p.shared != nil {
+		if v, ok := p.shared.Decoded(c); ok {
+			_, ok = v.(page)
+			return ok
+		}
+	}
+	return false
+}
