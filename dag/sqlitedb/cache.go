@@ -26,11 +26,25 @@ type decodedCache interface {
 }
 
 // chunkNode is a chunk node decoded and checked at a depth under the file
-// node (objects.CheckChunkNode's checks depend on it).
+// node (objects.CheckChunkNode's checks depend on it). What those checks
+// look at is kept with it, so that a node linked at another depth (two
+// versions of a value whose trees differ in height share nodes at
+// different depths) is checked there without being read again.
 type chunkNode struct {
 	depth int
 	links []objects.CID
 	size  uint64
+	file  bool // it has a sha256: a file node
+	lists bool // it links list nodes
+}
+
+// fits reports whether CheckChunkNode accepts the node at depth, as it
+// accepted it at n.depth.
+func (n *chunkNode) fits(depth int) bool {
+	if depth == n.depth {
+		return true
+	}
+	return n.file == (depth == 0) && depth <= objects.MaxChunkDepth && !(n.lists && depth >= objects.MaxChunkDepth)
 }
 
 // page is a raw chunk's bytes as kept in the shared cache.
@@ -42,7 +56,7 @@ type page []byte
 func (p *Pages) chunkNode(ctx context.Context, c objects.CID, depth int) (*chunkNode, error) {
 	if p.shared != nil {
 		if v, ok := p.shared.Decoded(c); ok {
-			if n, ok := v.(*chunkNode); ok && n.depth == depth {
+			if n, ok := v.(*chunkNode); ok && n.fits(depth) {
 				return n, nil
 			}
 		}
@@ -59,11 +73,11 @@ func (p *Pages) decodeNode(c objects.CID, depth int, data []byte, err error) (*c
 		}
 		return nil, fmt.Errorf("sqlitedb: reading chunk list %s of value %s: %w", c, p.value, err)
 	}
-	cn, _, err := objects.CheckChunkNode(objects.ChunkSpot{CID: c, Depth: depth}, data)
+	cn, lists, err := objects.CheckChunkNode(objects.ChunkSpot{CID: c, Depth: depth}, data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: value %s: %w", ErrCorrupt, p.value, err)
 	}
-	n := &chunkNode{depth: depth, links: cn.Chunks, size: cn.Size}
+	n := &chunkNode{depth: depth, links: cn.Chunks, size: cn.Size, file: cn.SHA256 != nil, lists: len(lists) > 0}
 	if p.shared != nil {
 		p.shared.KeepDecoded(c, n, int64(64+len(cn.Chunks)*48))
 	}
@@ -77,14 +91,20 @@ func (p *Pages) decodeNode(c objects.CID, depth int, data []byte, err error) (*c
 // link order, is returned.
 func (p *Pages) chunkNodes(ctx context.Context, links []objects.CID, depth int) ([]*chunkNode, error) {
 	out := make([]*chunkNode, len(links))
-	var todo []int
+	var todo, again []int
+	first := map[objects.CID]int{} // a node linked twice (a run of equal pages) is read once
 	for i, c := range links {
 		if c.Codec() == objects.CodecRaw {
 			continue
 		}
+		if _, ok := first[c]; ok {
+			again = append(again, i)
+			continue
+		}
+		first[c] = i
 		if p.shared != nil {
 			if v, ok := p.shared.Decoded(c); ok {
-				if n, ok := v.(*chunkNode); ok && n.depth == depth {
+				if n, ok := v.(*chunkNode); ok && n.fits(depth) {
 					out[i] = n
 					continue
 				}
@@ -144,6 +164,9 @@ func (p *Pages) chunkNodes(ctx context.Context, links []objects.CID, depth int) 
 		if out[i] == nil {
 			return nil, fmt.Errorf("sqlitedb: chunk list %s of value %s was not read", links[i], p.value)
 		}
+	}
+	for _, i := range again {
+		out[i] = out[first[links[i]]]
 	}
 	return out, nil
 }

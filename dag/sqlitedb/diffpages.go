@@ -319,7 +319,9 @@ func ReadAheadDiff(ctx context.Context, a, b *Pages) {
 
 // differingLeaves walks the two chunk trees level by level (see
 // ReadAheadDiff) and returns the raw chunks each links under the nodes the
-// other does not share, in link order, at most aheadPages of each.
+// other does not share, in link order, at most aheadPages of each. Every
+// list node linked by a node that is opened is read, shared or not: its
+// size numbers the pages after it, which ChangedPages needs.
 func differingLeaves(ctx context.Context, a, b *Pages) (onlyA, onlyB []objects.CID) {
 	la, lb := a.root.links, b.root.links
 	var rawA, rawB []objects.CID
@@ -327,23 +329,15 @@ func differingLeaves(ctx context.Context, a, b *Pages) (onlyA, onlyB []objects.C
 	for depth := 1; depth <= objects.MaxChunkDepth+1 && len(la)+len(lb) > 0; depth++ {
 		inA, inB := cidSet(la), cidSet(lb)
 		var todo []objects.CID
-		seen := map[objects.CID]bool{}
-		split := func(links []objects.CID, other map[objects.CID]bool, raw *[]objects.CID) {
+		at := map[objects.CID]int{}
+		for _, links := range [][]objects.CID{la, lb} {
 			for _, c := range links {
-				switch {
-				case other[c]:
-					// shared at this depth: passed over
-				case c.Codec() == objects.CodecRaw:
-					*raw = append(*raw, c)
-				case !seen[c]:
-					seen[c] = true
+				if _, ok := at[c]; !ok && c.Codec() != objects.CodecRaw {
+					at[c] = len(todo)
 					todo = append(todo, c)
 				}
 			}
 		}
-		split(la, inB, &rawA)
-		nA := len(todo)
-		split(lb, inA, &rawB)
 		if read += len(todo); read > 2*aheadNodes || ctx.Err() != nil {
 			return nil, nil
 		}
@@ -351,14 +345,21 @@ func differingLeaves(ctx context.Context, a, b *Pages) (onlyA, onlyB []objects.C
 		if err != nil {
 			return nil, nil // the reads that need these nodes will say why
 		}
-		la, lb = nil, nil
-		for i, n := range nodes {
-			if i < nA {
-				la = append(la, n.links...)
-			} else {
-				lb = append(lb, n.links...)
+		// Links both versions hold at this depth are passed over with
+		// everything under them; the others are opened.
+		open := func(links []objects.CID, other map[objects.CID]bool, raw *[]objects.CID) (next []objects.CID) {
+			for _, c := range links {
+				switch {
+				case other[c]:
+				case c.Codec() == objects.CodecRaw:
+					*raw = append(*raw, c)
+				default:
+					next = append(next, nodes[at[c]].links...)
+				}
 			}
+			return next
 		}
+		la, lb = open(la, inB, &rawA), open(lb, inA, &rawB)
 	}
 	inA, inB := cidSet(rawA), cidSet(rawB)
 	for _, c := range rawA {

@@ -246,6 +246,7 @@ func TestReadAheadDiff(t *testing.T) {
 
 	sqlitedb.ReadAheadDiff(ctx, pa, pb)
 	got, err := sqlitedb.ChangedPages(ctx, pa, pb)
+
 	if err != nil {
 		t.Fatal(err)
 	}
