@@ -256,7 +256,8 @@ func (w *valueWriter) chunk(b []byte) error {
 	return w.add(0, chunkLink{blk.CID, uint64(len(b))})
 }
 
-// detach copies the held chunks that still point into the window.
+// detach copies the chunks held or waiting that still point into the
+// window.
 func (w *valueWriter) detach() {
 	for i := w.owned; i < len(w.held); i++ {
 		if w.held[i].Data != nil {
@@ -264,6 +265,9 @@ func (w *valueWriter) detach() {
 		}
 	}
 	w.owned = len(w.held)
+	if w.prev != nil {
+		w.prev.detach()
+	}
 }
 
 // emit hands b to the store's batch, after whatever waits on a previous
@@ -696,6 +700,7 @@ type prevWrite struct {
 	last   int // index in vl.bottom of the last node found again
 	queue  []Block
 	bytes  int
+	owned  int // the first owned of queue are copies; the rest may point into the window
 }
 
 // on reports whether the previous version's bottom nodes are known (once
@@ -709,15 +714,28 @@ func (p *prevWrite) on() bool {
 	return !p.off
 }
 
-// hold queues a chunk that is not known stored (copied: the window moves).
+// hold queues a chunk that is not known stored. It may point into the
+// window: detach copies it before the window moves (most wait only until
+// the next node is cut, and are then found stored and dropped).
 func (p *prevWrite) hold(b Block) {
 	if b.Data != nil {
-		p.queue = append(p.queue, Block{CID: b.CID, Data: bytes.Clone(b.Data)})
+		p.queue = append(p.queue, b)
 		p.bytes += len(b.Data)
 	}
 }
 
-// wait queues b behind the blocks waiting.
+// detach copies the waiting chunks that still point into the window.
+func (p *prevWrite) detach() {
+	for i := p.owned; i < len(p.queue); i++ {
+		if p.queue[i].CID.Codec() == CodecRaw { // list nodes are the writer's own
+			p.queue[i].Data = bytes.Clone(p.queue[i].Data)
+		}
+	}
+	p.owned = len(p.queue)
+}
+
+// wait queues b, a list node (its bytes its own), behind the blocks
+// waiting.
 func (p *prevWrite) wait(w *valueWriter, b Block) error {
 	p.queue = append(p.queue, b)
 	p.bytes += len(b.Data)
@@ -766,11 +784,14 @@ func (p *prevWrite) settle(w *valueWriter, end int) error {
 
 // release hands the waiting blocks on, in order, but those known stored.
 func (p *prevWrite) release(w *valueWriter) error {
-	q := p.queue
-	p.queue, p.bytes = nil, 0
-	for _, b := range q {
+	q, owned := p.queue, p.owned
+	p.queue, p.bytes, p.owned = nil, 0, 0
+	for i, b := range q {
 		if p.k.Has(b.CID) {
 			continue
+		}
+		if i >= owned && b.CID.Codec() == CodecRaw {
+			b.Data = bytes.Clone(b.Data) // the batch outlives the window
 		}
 		if err := w.emitNow(b); err != nil {
 			return err
