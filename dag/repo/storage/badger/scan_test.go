@@ -3,8 +3,11 @@ package badger_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentstate/agentstate/dag/repo/storage/badger"
@@ -80,5 +83,70 @@ func TestScanBlocksLeavesOutWhatCannotBeRead(t *testing.T) {
 	} // left out, or bytes that do not match: either way the caller finds it
 	if _, err := r.Get(ctx, big.CID); err == nil {
 		t.Fatal("a cut value read back whole")
+	}
+}
+
+// ScanBlocks reads its ranges on every core: every block of both codecs,
+// whatever its digest, comes exactly once with its size and (when wanted)
+// its bytes, and fn is never called from two goroutines at once. An error
+// from fn stops the scan and is what it returns.
+func TestScanBlocksEveryBlockOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := badger.Create(filepath.Join(t.TempDir(), "s"), badger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := map[objects.CID][]byte{}
+	var blocks []objects.Block
+	for i := range 3000 {
+		data := []byte(fmt.Sprintf("block %d", i))
+		b := objects.NewValue(data)
+		if i%3 == 0 { // some dag-cbor blocks too: their keys sort apart
+			b = objects.Block{CID: objects.Sum(objects.CodecDagCBOR, data), Data: data}
+		}
+		want[b.CID] = data
+		blocks = append(blocks, b)
+	}
+	if err := s.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	got := map[objects.CID]int{}
+	var inFn atomic.Int32
+	err = s.ScanBlocks(ctx, func(c objects.CID) bool { return c.Codec() == objects.CodecDagCBOR }, func(c objects.CID, size int64, data []byte) error {
+		if inFn.Add(1) != 1 {
+			t.Error("fn called from two goroutines at once")
+		}
+		defer inFn.Add(-1)
+		got[c]++
+		if size != int64(len(want[c])) {
+			t.Errorf("%s: size %d, want %d", c, size, len(want[c]))
+		}
+		if c.Codec() == objects.CodecDagCBOR && !bytes.Equal(data, want[c]) || c.Codec() == objects.CodecRaw && data != nil {
+			t.Errorf("%s: bytes %q", c, data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("scanned %d blocks, want %d", len(got), len(want))
+	}
+	for c, n := range got {
+		if n != 1 {
+			t.Fatalf("%s scanned %d times", c, n)
+		}
+	}
+	stop := errors.New("enough")
+	calls := 0
+	err = s.ScanBlocks(ctx, nil, func(objects.CID, int64, []byte) error {
+		if calls++; calls == 10 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 10 {
+		t.Fatalf("scan after fn's error: %v, %d calls", err, calls)
 	}
 }

@@ -27,7 +27,9 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -638,52 +640,154 @@ func (s *Store) AllCIDs(ctx context.Context) iter.Seq2[objects.CID, error] {
 	}
 }
 
-// ScanBlocks implements objects.BlockScanner: one iteration in key order,
-// so each table block is read and decompressed once, where a Get per block
-// is a lookup of its own (and, with hashed keys, a block-cache miss more
-// often than not). A value in the value log is read from its file for its
-// size as well; one that cannot be read is left out of the scan, so that a
-// caller that reaches it reads it by its own Get, which reports the damage.
+// ScanBlocks implements objects.BlockScanner: the block keys cut into
+// ranges by codec and leading digest byte, each range one iteration in key
+// order on one of the cores (its own read-only transaction), so each table
+// block is read and decompressed once, where a Get per block is a lookup of
+// its own (and, with hashed keys, a block-cache miss more often than not).
+// fn is called on the caller's goroutine, one block at a time, each range
+// in key order and the ranges interleaved. A value in the value log is read
+// from its file for its size as well; one that cannot be read is left out of
+// the scan, so that a caller that reaches it reads it by its own Get, which
+// reports the damage.
 func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn func(c objects.CID, size int64, data []byte) error) error {
-	txn := s.db.NewTransaction(false)
-	defer txn.Discard()
-	o := badger.DefaultIteratorOptions
-	o.PrefetchValues = false
-	o.Prefix = []byte{nsBlock}
-	it := txn.NewIterator(o)
-	defer it.Close()
-	var moved int
-	for it.Rewind(); it.Valid(); it.Next() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		item := it.Item()
-		c, err := objects.CIDFromBytes(item.Key()[1:])
-		if err != nil {
-			return fmt.Errorf("store: bad block key %x: %w", item.Key(), err)
-		}
-		keep := want == nil || want(c)
-		var size int64
-		var data []byte
-		if err := item.Value(func(v []byte) error {
-			size = int64(len(v))
-			if keep {
-				data = append([]byte(nil), v...)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type scannedBlock struct {
+		c    objects.CID
+		size int64
+		data []byte
+	}
+	bounds := scanBounds()
+	next := make(chan [2][]byte, len(bounds))
+	for _, b := range bounds {
+		next <- b
+	}
+	close(next)
+	workers := min(runtime.GOMAXPROCS(0), len(bounds))
+	batches := make(chan []scannedBlock, 2*workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			txn := s.db.NewTransaction(false)
+			defer txn.Discard()
+			var batch []scannedBlock
+			var batchBytes int
+			send := func() bool {
+				if len(batch) == 0 {
+					return true
+				}
+				select {
+				case batches <- batch:
+					batch, batchBytes = nil, 0
+					return true
+				case <-ctx.Done():
+					return false
+				}
 			}
-			return nil
-		}); err != nil {
-			continue // unreadable (a damaged value log): left out, so the caller's Get of it says why
+			for r := range next {
+				o := badger.DefaultIteratorOptions
+				o.PrefetchValues = false
+				o.Prefix = []byte{nsBlock}
+				it := txn.NewIterator(o)
+				var moved int
+				for it.Seek(r[0]); it.Valid() && (r[1] == nil || bytes.Compare(it.Item().Key(), r[1]) < 0); it.Next() {
+					if err := ctx.Err(); err != nil {
+						it.Close()
+						errs[w] = err
+						return
+					}
+					item := it.Item()
+					c, err := objects.CIDFromBytes(item.Key()[1:])
+					if err != nil {
+						it.Close()
+						errs[w] = fmt.Errorf("store: bad block key %x: %w", item.Key(), err)
+						return
+					}
+					keep := want == nil || want(c)
+					var size int64
+					var data []byte
+					if err := item.Value(func(v []byte) error {
+						size = int64(len(v))
+						if keep {
+							data = append([]byte(nil), v...)
+						}
+						return nil
+					}); err != nil {
+						continue // unreadable (a damaged value log): left out, so the caller's Get of it says why
+					}
+					if moved += int(size); moved >= 1<<20 {
+						s.noteMoved(moved)
+						moved = 0
+					}
+					batch = append(batch, scannedBlock{c, size, data})
+					if batchBytes += len(data) + 64; len(batch) == 256 || batchBytes >= 1<<20 {
+						if !send() {
+							it.Close()
+							errs[w] = ctx.Err()
+							return
+						}
+					}
+				}
+				it.Close()
+				s.noteMoved(moved)
+			}
+			if !send() {
+				errs[w] = ctx.Err()
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(batches)
+	}()
+	var fnErr error
+	for batch := range batches {
+		if fnErr != nil {
+			continue // draining: the scanners stop at the cancel
 		}
-		if moved += int(size); moved >= 1<<20 {
-			s.noteMoved(moved)
-			moved = 0
+		for _, b := range batch {
+			if fnErr = fn(b.c, b.size, b.data); fnErr != nil {
+				cancel()
+				break
+			}
 		}
-		if err := fn(c, size, data); err != nil {
+	}
+	if fnErr != nil {
+		return fnErr
+	}
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
-	s.noteMoved(moved)
 	return nil
+}
+
+// scanBounds cuts the block namespace into ranges [start, end) (end nil: to
+// the namespace's end) for ScanBlocks: the store's CIDs are 0x01, a codec
+// byte, 0x12 0x20 and a uniform digest, so each codec's keys are cut at
+// eight points of the digest's first byte; whatever else the namespace holds
+// falls in the first or the last range.
+func scanBounds() [][2][]byte {
+	var cuts [][]byte
+	for _, codec := range []byte{objects.CodecRaw, objects.CodecDagCBOR} {
+		for d := range 8 {
+			cuts = append(cuts, []byte{nsBlock, 0x01, codec, 0x12, 0x20, byte(d * 32)})
+		}
+	}
+	out := [][2][]byte{{{nsBlock}, cuts[0]}}
+	for i, c := range cuts {
+		var end []byte
+		if i+1 < len(cuts) {
+			end = cuts[i+1]
+		}
+		out = append(out, [2][]byte{c, end})
+	}
+	return out
 }
 
 // CIDsWithPrefix yields the stored CIDs whose binary form starts with prefix
