@@ -109,6 +109,22 @@ func checkAfterCrash(t *testing.T, dir string) []string {
 		}
 	}
 	rt.Close()
+	// Every receipt has its task record (written with it, or with the
+	// receipt re-created), and verify found each one right.
+	r, err = repo.Open(dir, repo.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	trs, ok, err := r.TaskRecords(ctx, "s1")
+	if err != nil || (!ok && len(ents) > 0) || len(trs) != len(ents) {
+		t.Fatalf("task records after SIGKILL: %d for %d landings, ok %v, %v", len(trs), len(ents), ok, err)
+	}
+	for i, tr := range trs {
+		if tr.Commit != ents[i].New || tr.ID != ents[i].Task {
+			t.Fatalf("task record %d names %s/%s, landing %d was %s/%s", i, tr.ID, tr.Commit, i, ents[i].Task, ents[i].New)
+		}
+	}
 	return h
 }
 

@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	goruntime "runtime"
-	"slices"
 	"sync"
 
 	"github.com/agentstate/agentstate/dag"
@@ -78,6 +77,12 @@ type TaskLog struct {
 // never kept), from the commits' task metadata. Commits no task wrote are
 // left out.
 func (v *View) Tasks(ctx context.Context, agent string, o TaskOptions) (TaskLog, error) {
+	return v.tasks(ctx, agent, o, true)
+}
+
+// tasks is Tasks, from the store's task records when records is set and
+// they give the listing (tasksFromRecords), else by walking the history.
+func (v *View) tasks(ctx context.Context, agent string, o TaskOptions, records bool) (TaskLog, error) {
 	if o.Skip < 0 {
 		return TaskLog{}, badf("skip %d: must not be negative", o.Skip)
 	}
@@ -93,13 +98,19 @@ func (v *View) Tasks(ctx context.Context, agent string, o TaskOptions) (TaskLog,
 	if err != nil {
 		return TaskLog{}, err
 	}
-	tape, err := v.tapeIndex(ctx, agent)
-	if err != nil {
-		return TaskLog{}, err
-	}
 	lo, _, err := v.R.LogOptions(ctx, agent)
 	if err != nil {
 		return TaskLog{}, classify(err)
+	}
+	if records && !o.Verify && exclude.IsZero() && lo.Cut == nil && len(lo.Islands) == 0 {
+		out := TaskLog{Head: head.Commit, Tasks: []Task{}}
+		if ok, err := v.tasksFromRecords(ctx, agent, start, o, &out); err != nil || ok {
+			return out, err
+		}
+	}
+	tape, err := v.tapeIndex(ctx, agent)
+	if err != nil {
+		return TaskLog{}, err
 	}
 	// A range A..B: the tasks that landed on B's history and not on A's.
 	excluded, err := v.reachable(ctx, exclude, lo)
@@ -170,6 +181,64 @@ func (v *View) Tasks(ctx context.Context, agent string, o TaskOptions) (TaskLog,
 		}
 	}
 	return out, nil
+}
+
+// tasksFromRecords lists the tasks of start's history from the agent's
+// task records (repo.TaskRecords), as the walk of Tasks lists them, when
+// the records show what the walk would meet: start is the commit a
+// landing moved HEAD to, that landing was no merge and its own commits
+// are the whole line down to the commit it started from
+// (repo.TaskRecordWhole), which is again such a landing, down to the
+// agent's first state. The history is then one line of first parents
+// that those landings' commits make up whole, and the walk meets the
+// landings in that order. ok is false (and out untouched) when the
+// records do not show it: the caller walks the history.
+func (v *View) tasksFromRecords(ctx context.Context, agent string, start objects.CID, o TaskOptions, out *TaskLog) (bool, error) {
+	recs, ok, err := v.R.TaskRecords(ctx, agent)
+	if errors.Is(err, repo.ErrBadTaskRecord) || !ok {
+		return false, nil // a damaged cache: walk (verify reports it)
+	}
+	if err != nil {
+		return false, classify(err)
+	}
+	byCommit := make(map[objects.CID]int, 2*len(recs))
+	for i, t := range recs {
+		if t.Kind == repo.TaskRecordLanding {
+			byCommit[t.Commit] = i // the later line wins, as on the walk
+			byCommit[t.TaskCommit] = i
+		}
+	}
+	var tasks []Task
+	more := false
+	n := 0
+	for c := start; !c.IsZero(); {
+		i, ok := byCommit[c]
+		if !ok || n > len(recs) {
+			return false, nil
+		}
+		t := &recs[i]
+		if t.Commit != c || t.Merged() || !t.Whole() {
+			return false, nil
+		}
+		n++
+		c = t.Start
+		if n <= o.Skip {
+			continue
+		}
+		if o.Limit > 0 && len(tasks) == o.Limit {
+			more = true
+			break
+		}
+		tasks = append(tasks, Task{ID: t.ID, Attempt: t.Attempt, Model: t.Model, Adapter: t.Adapter,
+			Commit: t.Commit, TaskCommit: t.TaskCommit, Start: t.Start, Commits: t.Commits, Keys: t.Keys,
+			BundleBefore: t.BundleBefore.String(), BundleAfter: t.BundleAfter.String(), Time: t.Time,
+			Receipt: ReceiptUnchecked, ReceiptN: i + 1})
+	}
+	if tasks != nil {
+		out.Tasks = tasks
+	}
+	out.More = more
+	return true, nil
 }
 
 // TaskDetail is one task: its entry, its receipt, its commits (newest
@@ -288,40 +357,19 @@ func (v *View) taskTrees(ctx context.Context, l repo.TaskLanding) (from, to obje
 func (v *View) taskOf(ctx context.Context, l repo.TaskLanding) (Task, []objects.CID, error) {
 	t := Task{ID: l.ID, Attempt: l.Attempt, Commit: l.Commit, TaskCommit: l.TaskCommit, Start: l.Start,
 		Merge: l.Merged(), Keys: []string{}, Receipt: ReceiptNone}
-	limit := -1
 	if rc := l.Receipt; rc != nil {
 		t.Model, t.Adapter, t.Time, t.ReceiptN, t.Receipt = rc.Model, rc.Adapter, rc.Time, l.N, ReceiptUnchecked
 		t.BundleBefore, t.BundleAfter = rc.BundleBefore.String(), rc.BundleAfter.String()
-		limit = rc.Writes
 	}
-	var own []objects.CID
-	keys := map[string]bool{}
-	dirs := false // a commit with no key recorded: a directory task's
-	for c := l.TaskCommit; c != l.Start && !c.IsZero() && limit != 0; limit-- {
-		cm, err := v.R.Commit(ctx, c)
-		if errors.Is(err, dag.ErrUnknown) {
-			break
-		}
-		if err != nil {
-			return Task{}, nil, classify(err)
-		}
-		if l.Receipt == nil && len(own) > 0 && (cm.Metadata["task"] != l.ID || cm.Metadata["attempt"] != l.Attempt) {
-			break
-		}
-		own = append(own, c)
-		if l.Receipt == nil && len(own) == 1 {
-			t.Model, t.Adapter = cm.Metadata["model"], cm.Metadata["adapter"]
-		}
-		if k, ok := cm.Metadata["key"]; ok {
-			keys[k] = true
-		} else {
-			dirs = true
-		}
-		if len(cm.Parents) == 0 {
-			break
-		}
-		c = cm.Parents[0]
+	o, err := v.R.TaskOwnOf(ctx, l)
+	if err != nil {
+		return Task{}, nil, classify(err)
 	}
+	own := o.Commits
+	if l.Receipt == nil {
+		t.Model, t.Adapter = o.Model, o.Adapter
+	}
+	t.Keys = o.Keys
 	t.Commits = len(own)
 	if t.Merge {
 		t.Commits++
@@ -350,24 +398,6 @@ func (v *View) taskOf(ctx context.Context, l repo.TaskLanding) (Task, []objects.
 		}
 		t.BundleBefore, t.BundleAfter = before, after.String()
 	}
-	if dirs {
-		// A directory task records no keys: its change says which.
-		// (Not known when a forget took either end.)
-		from, to, err := v.taskTrees(ctx, l)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return Task{}, nil, err
-		}
-		for ch, err := range objects.DiffTrees(ctx, v.R.Blocks, from, to) {
-			if err != nil || from.IsZero() {
-				break
-			}
-			keys[ch.Path] = true
-		}
-	}
-	for k := range keys {
-		t.Keys = append(t.Keys, k)
-	}
-	slices.Sort(t.Keys)
 	return t, own, nil
 }
 

@@ -41,6 +41,9 @@ type VerifyReport struct {
 	// GraphRecords counts the commit graph's records; GraphProblems the
 	// problems (among Problems) found in it, which RebuildGraph repairs.
 	GraphRecords, GraphProblems int
+	// TaskRecordProblems counts the problems (among Problems) found in the
+	// task records, which RebuildTaskRecords repairs.
+	TaskRecordProblems int
 	// Scanned and Hashed are the bytes the one pass over the store read
 	// and re-hashed (zero when the storage cannot be scanned).
 	Scanned, Hashed int64
@@ -126,6 +129,12 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 	}
 	rep.GraphRecords, rep.GraphProblems = g.Records, len(g.Problems)
 	rep.Problems = append(rep.Problems, g.Problems...)
+	tp, err := r.VerifyTaskRecords(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.TaskRecordProblems = len(tp)
+	rep.Problems = append(rep.Problems, tp...)
 	bad, err := r.BadTags(ctx, "")
 	if err != nil {
 		return rep, err

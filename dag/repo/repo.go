@@ -166,6 +166,9 @@ func wrapSized(dir string, s Storage, cacheSize int) *Repo {
 	r := &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: cc, Tape: tape.New(s), Now: Now,
 		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}, graph: &graphState{}, reds: &redCache{}}
 	r.Refs.SetCuts(cutSource{r})
+	if ts, ok := s.(TaskRecordStore); ok {
+		ts.SetTaskRecorder(r.taskRecorder)
+	}
 	if dir != "" {
 		r.dirInfo, _ = os.Stat(dir)
 	}

@@ -231,7 +231,7 @@ func (s *Store) putHeld(blocks []objects.Block) error {
 
 // appendHeld holds tape lines appended with a deferred context, numbered
 // after the tape's last line, held or written. The caller holds held.tape.
-func (s *Store) appendHeld(agent string, lines [][]byte) (uint64, error) {
+func (s *Store) appendHeld(agent string, lines, recs [][]byte) (uint64, error) {
 	p := tapePrefix(agent)
 	last, known := s.held.tapeEnd[agent]
 	if !known {
@@ -248,9 +248,12 @@ func (s *Store) appendHeld(agent string, lines [][]byte) (uint64, error) {
 			last = max(last, binary.BigEndian.Uint64(k[len(k)-8:]))
 		}
 	}
-	for _, l := range lines {
+	for i, l := range lines {
 		last++
 		s.held.add(binary.BigEndian.AppendUint64(slices.Clip(p), last), bytes.Clone(l))
+		if recs[i] != nil { // after its line: a batch cut short leaves a line with no record, never the reverse
+			s.held.add(metaKey(taskRecordName(agent, last)), recs[i])
+		}
 	}
 	if s.held.tapeEnd == nil {
 		s.held.tapeEnd = map[string]uint64{}

@@ -128,6 +128,8 @@ type Store struct {
 	sync    bool         // Options.Sync: deferred writes are held (deferred.go)
 	held    held
 	writes  atomic.Int64 // Badger writes (transactions, batches) made by update and the batches
+
+	taskRec atomic.Pointer[TaskRecorder] // writes the task record of each tape line (taskrecstore.go)
 }
 
 // shedEvery is how many block bytes a store moves through Badger's mapped

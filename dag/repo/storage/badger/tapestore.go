@@ -26,10 +26,13 @@ func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (
 	if err := s.checkWrite(n); err != nil {
 		return 0, err
 	}
+	// Each line's task record, computed before the tape is locked (it
+	// reads the commits the line names), is written with it.
+	recs := s.taskRecords(ctx, agent, lines)
 	s.held.tape.Lock()
 	defer s.held.tape.Unlock()
 	if s.deferring(ctx) {
-		return s.appendHeld(agent, lines)
+		return s.appendHeld(agent, lines, recs)
 	}
 	delete(s.held.tapeEnd, agent) // found again by the next deferred append
 	var last uint64
@@ -49,10 +52,15 @@ func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (
 				}
 				return err
 			}
-			for _, l := range lines {
+			for i, l := range lines {
 				n++
 				if err := txn.Set(binary.BigEndian.AppendUint64(tapePrefix(agent), n), l); err != nil {
 					return err
+				}
+				if recs[i] != nil {
+					if err := txn.Set(metaKey(taskRecordName(agent, n)), recs[i]); err != nil {
+						return err
+					}
 				}
 			}
 			last = n
