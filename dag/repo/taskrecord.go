@@ -327,10 +327,11 @@ func (r *Repo) TaskRecordOf(ctx context.Context, agent string, line []byte) (Tas
 	l := TaskLanding{Agent: agent, ID: rc.Task, Attempt: rc.Attempt, Receipt: rc,
 		Start: rc.Parent, Commit: rc.Commit, TaskCommit: rc.TaskCommit}
 	for _, c := range []objects.CID{rc.Commit, rc.TaskCommit} {
-		if has, err := r.Blocks.Has(ctx, c); err != nil {
-			return TaskRecord{}, false, err
-		} else if !has {
+		// (A writer has them in its commit cache: it just wrote them.)
+		if _, err := r.Commit(ctx, c); errors.Is(err, dag.ErrUnknown) || errors.Is(err, objects.ErrNotFound) {
 			return TaskRecord{}, false, nil
+		} else if err != nil {
+			return TaskRecord{}, false, err
 		}
 	}
 	own, err := r.TaskOwnOf(ctx, l)
