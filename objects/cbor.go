@@ -102,7 +102,7 @@ func (r *reader) head() (major byte, n uint64, err error) {
 		n = n<<8 | uint64(r.b[r.off+i])
 	}
 	if n < shortestAbove[need] {
-		return 0, 0, r.fail("argument %d not in its shortest form", n)
+		return 0, 0, fmt.Errorf("%w: at byte %d: argument %d not in its shortest form", ErrNonCanonical, r.off, n)
 	}
 	r.off += need
 	return major, n, nil
