@@ -68,6 +68,23 @@ func TestIsStoreDir(t *testing.T) {
 	}
 }
 
+// scanNames scans dir and returns the keys of the files and the paths of
+// what was skipped, in the scan's order.
+func scanNames(t *testing.T, dir string) (keys, skips []string) {
+	t.Helper()
+	files, skipped, err := export.Scan(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		keys = append(keys, f.Key)
+	}
+	for _, s := range skipped {
+		skips = append(skips, s.Path)
+	}
+	return keys, skips
+}
+
 func TestScanSkipsStoresByMarker(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "system.md"), "s")
@@ -77,17 +94,7 @@ func TestScanSkipsStoresByMarker(t *testing.T) {
 	write(t, filepath.Join(dir, "py/MANIFEST"), "include x\n") // an ordinary file of that name
 	write(t, filepath.Join(dir, ".AgentState/x"), "reserved in any case")
 	write(t, filepath.Join(dir, "sub/.agentstate/notes.md"), "only the top-level name is reserved")
-	files, skipped, err := export.Scan(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys, skips []string
-	for _, f := range files {
-		keys = append(keys, f.Key)
-	}
-	for _, s := range skipped {
-		skips = append(skips, s.Path)
-	}
+	keys, skips := scanNames(t, dir)
 	if want := []string{"deep/er/kept.md", "py/MANIFEST", "sub/.agentstate/notes.md", "system.md"}; !slices.Equal(keys, want) {
 		t.Errorf("scanned %q, want %q", keys, want)
 	}
@@ -226,17 +233,7 @@ func TestScanSkipsGit(t *testing.T) {
 	write(t, filepath.Join(dir, "skills/vendored/x.md"), "x")
 	write(t, filepath.Join(dir, "deep/.GIT/config"), "[core]\n")
 	write(t, filepath.Join(dir, ".gitignore"), "*.tmp\n")
-	files, skipped, err := export.Scan(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys, skips []string
-	for _, f := range files {
-		keys = append(keys, f.Key)
-	}
-	for _, s := range skipped {
-		skips = append(skips, s.Path)
-	}
+	keys, skips := scanNames(t, dir)
 	if want := []string{".gitignore", "skills/vendored/x.md", "system.md"}; !slices.Equal(keys, want) {
 		t.Errorf("scanned %q, want %q", keys, want)
 	}
