@@ -144,8 +144,8 @@ type side struct {
 	wr     map[string]bool      // WITHOUT ROWID
 	owner  map[int64]string     // interior and changed b-tree pages -> the table or index they belong to
 	leaves map[string][]leafRef // each b-tree's leaves, in b-tree order
-	trees  []pageRef            // every b-tree page, by page number (leafOf)
-	names  []string             // the b-trees, as pageRef numbers them
+	tree   []int32              // by page number - 1: the page's b-tree (pageTree), 0 for none (leafOf)
+	names  []string             // the b-trees, as pageTree numbers them
 	over   map[int64]string     // overflow page -> b-tree
 	free   map[int64]bool
 	ptrmap map[int64]bool
@@ -469,18 +469,23 @@ type leafRef struct {
 	clean bool
 }
 
-// pageRef is a b-tree page and its b-tree (an index into side.names;
-// leaf: a leaf's).
-type pageRef struct {
-	n    int64
-	tree int32
-	leaf bool
+// pageTree is what side.tree holds for a page of b-tree t (an index into
+// side.names), a leaf or not.
+func pageTree(t int, leaf bool) int32 {
+	v := int32(t+1) << 1
+	if leaf {
+		v |= 1
+	}
+	return v
 }
 
 // leafOf reports whether page n is a leaf of b-tree tree.
 func (s *side) leafOf(tree string, n int64) bool {
-	i, ok := slices.BinarySearchFunc(s.trees, n, func(r pageRef, n int64) int { return cmpInt(r.n, n) })
-	return ok && s.trees[i].leaf && s.names[s.trees[i].tree] == tree
+	if n < 1 || n > int64(len(s.tree)) {
+		return false
+	}
+	v := s.tree[n-1]
+	return v&1 == 1 && s.names[v>>1-1] == tree
 }
 
 // mapPages walks the interior pages of every b-tree, recording the b-tree
@@ -490,7 +495,7 @@ func (s *side) leafOf(tree string, n int64) bool {
 // pages. A page reached twice (in two b-trees, or twice in one) is
 // refused as corrupt.
 func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, changed map[int64]bool, other *side) error {
-	s.owner, s.leaves, s.trees = map[int64]string{}, map[string][]leafRef{}, nil
+	s.owner, s.leaves = map[int64]string{}, map[string][]leafRef{}
 	s.over, s.free, s.ptrmap = map[int64]string{}, map[int64]bool{}, map[int64]bool{}
 	roots := []object{{Name: "sqlite_schema", Root: 1}}
 	for _, o := range s.objs {
@@ -501,6 +506,7 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 	sortObjs(roots)
 	s.names = make([]string, len(roots))
 	total := s.pages.PageCount()
+	s.tree = make([]int32, total)
 	// Each b-tree's root, and then each level of interior pages, is read
 	// on every core before it is walked.
 	rootPages := make([]int64, len(roots))
@@ -532,9 +538,11 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 				}
 				isLeaf = p.typ == leafTable || p.typ == leafIndex
 			}
-			var next []at
-			if !isLeaf {
-				next = make([]at, 0, len(level)*64)
+			var parsed []*page // the level's interior pages
+			if isLeaf {
+				leaves = make([]leafRef, 0, len(level))
+			} else {
+				parsed = make([]*page, 0, len(level))
 				if len(level) > 1 {
 					ns := make([]int64, len(level))
 					for i, l := range level {
@@ -548,7 +556,10 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 				if n < 1 || n > total {
 					return corruptf("b-tree %q names page %d of a %d-page database", o.Name, n, total)
 				}
-				s.trees = append(s.trees, pageRef{n, int32(ti), isLeaf})
+				if prev := s.tree[n-1]; prev != 0 {
+					return corruptf("page %d is in b-tree %q and %q", n, s.names[prev>>1-1], o.Name)
+				}
+				s.tree[n-1] = pageTree(ti, isLeaf)
 				if isLeaf {
 					leaves = append(leaves, leafRef{n, l.clean})
 					if changed[n] {
@@ -567,24 +578,26 @@ func (s *side) mapPages(ctx context.Context, cache map[objects.CID]*page, change
 				if p.typ == leafTable || p.typ == leafIndex {
 					return corruptf("b-tree %q has leaves at two depths (page %d)", o.Name, n)
 				}
-				clean := l.clean && !changed[n]
-				for _, c := range p.children {
-					next = append(next, at{int64(c), clean})
-				}
+				parsed = append(parsed, p)
 			}
 			if isLeaf {
 				break
+			}
+			kids := 0
+			for _, p := range parsed {
+				kids += len(p.children)
+			}
+			next := make([]at, 0, kids)
+			for i, p := range parsed {
+				clean := level[i].clean && !changed[level[i].n]
+				for _, c := range p.children {
+					next = append(next, at{int64(c), clean})
+				}
 			}
 			level = next
 		}
 		if leaves != nil {
 			s.leaves[o.Name] = leaves
-		}
-	}
-	slices.SortFunc(s.trees, func(x, y pageRef) int { return cmpInt(x.n, y.n) })
-	for i := 1; i < len(s.trees); i++ {
-		if x, y := s.trees[i-1], s.trees[i]; x.n == y.n {
-			return corruptf("page %d is in b-tree %q and %q", x.n, s.names[x.tree], s.names[y.tree])
 		}
 	}
 	h := s.pages.Header()
