@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"zombiezen.com/go/sqlite"
 
@@ -391,7 +392,11 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 	}
 	merged = m
 	t.Whole = whole && t.Schema == ""
+	// The two versions are read at once, each on its own connection: each
+	// waits on its own pages' reads.
 	olds, news := map[string]row{}, map[string]row{}
+	var errs [2]error
+	var wg sync.WaitGroup
 	for i, s := range []*side{a, b} {
 		in, ti, out := ina, ta, olds
 		if i == 1 {
@@ -400,16 +405,24 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 		if !in {
 			continue
 		}
-		if whole {
-			if err := s.read(ctx, name, ti, "", nil, nil, out); err != nil {
-				return nil, err
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if whole {
+				errs[i] = s.read(ctx, name, ti, "", nil, nil, out)
+				return
 			}
-			continue
-		}
-		for _, r := range merged {
-			if err := s.readRange(ctx, name, ti, r[0], r[1], keep, out); err != nil {
-				return nil, err
+			for _, r := range merged {
+				if errs[i] = s.readRange(ctx, name, ti, r[0], r[1], keep, out); errs[i] != nil {
+					return
+				}
 			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
 	// Columns matched by name (they differ only when the schema changed).
