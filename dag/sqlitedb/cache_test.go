@@ -3,6 +3,7 @@ package sqlitedb_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"sync"
@@ -213,5 +214,98 @@ func TestReadAheadOnlyForScans(t *testing.T) {
 	q.Close()
 	if r := count.reads(); r <= 40 {
 		t.Fatalf("a scan of 40 pages read %d blocks: nothing was fetched ahead", r)
+	}
+}
+
+// fakeDB is a database file of n pages as the chunker cuts it (a SQLite
+// header and 4096-byte pages), each page's bytes its own.
+func fakeDB(n int) []byte {
+	b := make([]byte, n*4096)
+	for i := range n {
+		h := sha256.Sum256([]byte{byte(i), byte(i >> 8), byte(i >> 16)})
+		for off := i * 4096; off < (i+1)*4096; off += len(h) {
+			copy(b[off:], h[:])
+		}
+	}
+	copy(b, sqlitedb.Magic)
+	b[16], b[17], b[18], b[19] = 0x10, 0x00, 1, 1
+	return b
+}
+
+// treeHeight is how many levels of nodes a chunked value has above its
+// raw chunks.
+func treeHeight(t *testing.T, blocks []objects.Block, v objects.CID) int {
+	byCID := map[objects.CID][]byte{}
+	for _, b := range blocks {
+		byCID[b.CID] = b.Data
+	}
+	h := 0
+	for c := v; c.Codec() != objects.CodecRaw; h++ {
+		n, err := objects.DecodeChunkNode(byCID[c])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = n.Chunks[0]
+	}
+	return h
+}
+
+// Two versions whose chunk trees differ in height (pages added past what
+// one level of list nodes groups) share their list nodes at different
+// depths under the file node: a node decoded at one depth is checked at
+// the other and not read again.
+func TestNodesSharedAtAnotherDepth(t *testing.T) {
+	ctx := context.Background()
+	full := fakeDB(3000)
+	height := func(n int) int {
+		v, blocks := objects.NewFileValue(full[:n*4096])
+		return treeHeight(t, blocks, v)
+	}
+	lo, hi := 300, 3000 // height(lo) == 2 < height(hi); 300 pages are over objects.ChunkThreshold
+	if height(lo) != 2 || height(hi) <= 2 {
+		t.Fatalf("heights %d and %d", height(lo), height(hi))
+	}
+	for hi-lo > 1 {
+		if m := (lo + hi) / 2; height(m) == 2 {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	a, b := full[:lo*4096], full[:hi*4096] // one page apart, heights 2 and 3
+	va, ba := objects.NewFileValue(a)
+	vb, bb := objects.NewFileValue(b)
+	ms := memstore.New()
+	if err := ms.Put(ctx, append(ba, bb...)...); err != nil {
+		t.Fatal(err)
+	}
+	count := &countingStore{BlockStore: ms, gets: map[objects.CID]int{}}
+	bs := dag.WithCommitCache(count, 16)
+	lists := 0
+	for _, blk := range ba {
+		if blk.CID.Codec() != objects.CodecRaw && blk.CID != va {
+			lists++
+		}
+	}
+	for i, v := range []objects.CID{va, vb} {
+		p, err := sqlitedb.OpenPages(ctx, bs, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := int64(1); n <= p.PageCount(); n++ {
+			c, err := p.PageCID(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := objects.Sum(objects.CodecRaw, [][]byte{a, b}[i][(n-1)*4096:n*4096]); c != want {
+				t.Fatalf("version %d: page %d's chunk %s, want %s", i, n, c, want)
+			}
+		}
+		p.Close()
+		r := count.reads()
+		if i == 1 && r >= lists/2 {
+			t.Fatalf("the taller version read %d blocks to locate its pages; the shorter has %d list nodes, shared one level deeper", r, lists)
+		}
+		t.Logf("version %d (height %d): %d blocks read; %d list nodes in the shorter", i, treeHeight(t, [][]objects.Block{ba, bb}[i], v), r, lists)
 	}
 }
