@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentstate/agentstate/dag"
@@ -293,4 +294,80 @@ func TestReadAheadDiff(t *testing.T) {
 		}
 	}
 	t.Logf("%d changed pages of %d; %d list-node reads of %d list nodes; %d store calls before the page reads", len(want), len(a)/4096, nodeReads, len(nodes), calls)
+}
+
+// gateStore holds every Get once closed is set until open is closed,
+// telling entered of each held Get.
+type gateStore struct {
+	objects.BlockStore
+	closed  atomic.Bool
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (s *gateStore) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	if s.closed.Load() {
+		s.entered <- struct{}{}
+		<-s.open
+	}
+	return s.BlockStore.Get(ctx, c)
+}
+
+// Pages asked for by Prefetch go before the fetches queued before them
+// that no worker has taken: a caller about to read them does not wait
+// behind reads ahead (a diff's interior pages behind its changed pages).
+func TestPrefetchGoesFirst(t *testing.T) {
+	ctx := context.Background()
+	content, _ := os.ReadFile(memoryDB(t, 12000))
+	ms := memstore.New()
+	v, blocks := objects.NewFileValue(content)
+	if err := ms.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	gate := &gateStore{BlockStore: ms, entered: make(chan struct{}, 1024), open: make(chan struct{})}
+	p, err := sqlitedb.OpenPages(ctx, gate, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	defer func() {
+		gate.closed.Store(false)
+		close(gate.open)
+	}()
+	if p.PageCount() < 400 {
+		t.Fatalf("%d pages", p.PageCount())
+	}
+	for n := int64(1); n <= p.PageCount(); n++ {
+		if _, err := p.PageCID(ctx, n); err != nil { // every list node decoded
+			t.Fatal(err)
+		}
+	}
+	gate.closed.Store(true)
+	var ahead []int64
+	for n := int64(2); n < 200; n++ {
+		ahead = append(ahead, n)
+	}
+	p.Prefetch(ctx, ahead)
+	for range min(runtime.GOMAXPROCS(0), 198) { // every worker holds a batch
+		<-gate.entered
+	}
+	before := sqlitedb.Queued(p)
+	if len(before) == 0 {
+		t.Fatal("nothing left queued")
+	}
+	want := []int64{300, 301, 302}
+	p.Prefetch(ctx, want)
+	got := sqlitedb.Queued(p)
+	if len(got) != len(before)+len(want) {
+		t.Fatalf("%d queued, want %d", len(got), len(before)+len(want))
+	}
+	for i, n := range want {
+		c, _ := p.PageCID(ctx, n)
+		if got[i] != c {
+			t.Fatalf("queue position %d holds %s, want page %d's chunk %s", i, got[i], n, c)
+		}
+	}
+	if !slices.Equal(got[len(want):], before) {
+		t.Fatal("the fetches queued before are not after the new ones, in their order")
+	}
 }

@@ -1,6 +1,10 @@
 package sqlitedb
 
-import "context"
+import (
+	"context"
+
+	"github.com/agentstate/agentstate/objects"
+)
 
 // HeldOrFetching reports whether page n's chunk is held by p (or by the
 // store's cache of decoded blocks) or being fetched, so that a read of it
@@ -25,4 +29,16 @@ func HeldOrFetching(ctx context.Context, p *Pages, n int64) bool {
 		}
 	}
 	return false
+}
+
+// Queued lists the chunks of the fetches no worker has taken yet, in the
+// order the workers will take them.
+func Queued(p *Pages) []objects.CID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []objects.CID
+	for _, f := range p.queue {
+		out = append(out, f.c)
+	}
+	return out
 }
