@@ -219,7 +219,6 @@ func (p *Pages) fetch(c objects.CID, keep bool) *fetch {
 		return nil
 	}
 	if f, ok := p.pending[c]; ok {
-		f.keep = f.keep || keep
 		return f
 	}
 	if p.stop.Err() != nil {
