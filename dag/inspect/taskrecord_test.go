@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/objects"
+	"github.com/agentstate/agentstate/refs/receipt"
 	"github.com/agentstate/agentstate/runtime"
 )
 
@@ -20,14 +22,26 @@ import (
 // fifth deleting a key) and reopens the store.
 func recordFixture(t *testing.T, n int) (*inspect.View, string) {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
+	landTasks(t, dir, 1, n)
+	r, err := repo.Open(dir, repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return inspect.New(r), dir
+}
+
+// landTasks lands tasks from to from+n-1 as recordFixture does.
+func landTasks(t *testing.T, dir string, from, n int) {
+	t.Helper()
+	ctx := context.Background()
 	seed := sha256.Sum256([]byte("operator"))
 	rt, err := runtime.Open(ctx, runtime.Options{Store: dir, Signer: ed25519.NewKeyFromSeed(seed[:]), NoServe: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= n; i++ {
+	for i := from; i < from+n; i++ {
 		task := runtime.Task{ID: "task-" + strconv.Itoa(i), Attempt: "1", Model: "m", Adapter: "a"}
 		if i%3 == 0 {
 			task = runtime.Task{ID: "task-" + strconv.Itoa(i-1), Attempt: "2", Model: "m2"}
@@ -47,12 +61,6 @@ func recordFixture(t *testing.T, n int) (*inspect.View, string) {
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.Open(dir, repo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return inspect.New(r), dir
 }
 
 // The listing from the task records is the walk's, entry for entry,
@@ -163,5 +171,46 @@ func TestTaskRecordsVerifiedRebuilt(t *testing.T) {
 	got, ok, err = inspect.TasksFromRecords(ctx, v, "lumen", inspect.TaskOptions{})
 	if err != nil || !ok || !reflect.DeepEqual(got, walk) {
 		t.Fatalf("after the rebuild: ok %v, %v", ok, err)
+	}
+}
+
+// A receipt on the tape whose commits the store does not hold (a tape
+// restored with a snapshot) gets a record naming them: the tasks landed
+// after it are still listed from the records, as the walk lists them.
+func TestTaskRecordsAbsentCommits(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	landTasks(t, dir, 1, 4)
+	r, err := repo.Open(dir, repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := objects.Sum(objects.CodecDagCBOR, []byte("a commit of another store"))
+	rc := &receipt.Receipt{Agent: "lumen", Task: "elsewhere", Attempt: "1", Commit: nowhere, TaskCommit: nowhere, Writes: 1, Time: 1700000000}
+	rc.Sign(ed25519.NewKeyFromSeed(make([]byte, 32)))
+	if _, err := r.Tape.Append(ctx, "lumen", rc.Line()); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	landTasks(t, dir, 5, 4)
+	if r, err = repo.Open(dir, repo.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	v := inspect.New(r)
+	recs, ok, err := r.TaskRecords(ctx, "lumen")
+	if err != nil || !ok || len(recs) != 9 || recs[4].Kind != repo.TaskRecordAbsent || recs[4].Commit != nowhere {
+		t.Fatalf("records: %d, ok %v, %v", len(recs), ok, err)
+	}
+	got, ok, err := inspect.TasksFromRecords(ctx, v, "lumen", inspect.TaskOptions{})
+	walk, werr := inspect.TasksByWalk(ctx, v, "lumen", inspect.TaskOptions{})
+	if err != nil || werr != nil || !ok || !reflect.DeepEqual(got, walk) || len(got.Tasks) != 8 {
+		t.Fatalf("from records (ok %v, %v): %d tasks; by the walk (%v): %d", ok, err, len(got.Tasks), werr, len(walk.Tasks))
+	}
+	if rep, err := r.Verify(ctx); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+	if n, err := r.RebuildTaskRecords(ctx); err != nil || n != 9 {
+		t.Fatalf("rebuilt %d, %v", n, err)
 	}
 }

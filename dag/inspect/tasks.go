@@ -203,7 +203,7 @@ func (v *View) tasksFromRecords(ctx context.Context, agent string, start objects
 	}
 	byCommit := make(map[objects.CID]int, 2*len(recs))
 	for i, t := range recs {
-		if t.Kind == repo.TaskRecordLanding {
+		if t.Kind != repo.TaskRecordNone {
 			byCommit[t.Commit] = i // the later line wins, as on the walk
 			byCommit[t.TaskCommit] = i
 		}
@@ -217,7 +217,7 @@ func (v *View) tasksFromRecords(ctx context.Context, agent string, start objects
 			return false, nil
 		}
 		t := &recs[i]
-		if t.Commit != c || t.Merged() || !t.Whole() {
+		if t.Kind != repo.TaskRecordLanding || t.Commit != c || t.Merged() || !t.Whole() {
 			return false, nil
 		}
 		n++

@@ -44,6 +44,11 @@ const (
 	TaskRecordNone byte = 0
 	// TaskRecordLanding: the line is a landing's receipt.
 	TaskRecordLanding byte = 1
+	// TaskRecordAbsent: the line is a landing's receipt whose commits were
+	// not in the store when the record was made (a tape restored with a
+	// snapshot, which holds no history): the record holds only the two
+	// commits it names, so that a reader meeting them walks instead.
+	TaskRecordAbsent byte = 2
 )
 
 // Task record flags.
@@ -92,12 +97,7 @@ func EncodeTaskRecord(t TaskRecord) []byte {
 		}
 		b = binary.AppendVarint(b, t.Time)
 		for _, c := range []objects.CID{t.Start, t.Commit, t.TaskCommit} {
-			var cb []byte
-			if !c.IsZero() {
-				cb = c.Bytes()
-			}
-			b = binary.AppendUvarint(b, uint64(len(cb)))
-			b = append(b, cb...)
+			b = appendCID(b, c)
 		}
 		b = append(b, t.BundleBefore[:]...)
 		b = append(b, t.BundleAfter[:]...)
@@ -108,7 +108,20 @@ func EncodeTaskRecord(t TaskRecord) []byte {
 			b = append(b, k...)
 		}
 	}
+	if t.Kind == TaskRecordAbsent {
+		b = appendCID(appendCID(b, t.Commit), t.TaskCommit)
+	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// appendCID appends a CID's length and binary form (length 0 for none).
+func appendCID(b []byte, c objects.CID) []byte {
+	var cb []byte
+	if !c.IsZero() {
+		cb = c.Bytes()
+	}
+	b = binary.AppendUvarint(b, uint64(len(cb)))
+	return append(b, cb...)
 }
 
 // maxTaskRecordLen bounds a record's decoded counts (a receipt line is at
@@ -139,12 +152,8 @@ func DecodeTaskRecord(b []byte) (TaskRecord, error) {
 		}
 		return t, nil
 	}
-	if t.Kind != TaskRecordLanding || len(p) < 1 {
+	if (t.Kind != TaskRecordLanding && t.Kind != TaskRecordAbsent) || len(p) < 1 {
 		return bad("kind " + strconv.Itoa(int(t.Kind)))
-	}
-	t.Flags, p = p[0], p[1:]
-	if t.Flags&^TaskRecordWhole != 0 {
-		return bad("flags")
 	}
 	uv := func() (uint64, bool) {
 		v, n := binary.Uvarint(p)
@@ -163,6 +172,34 @@ func DecodeTaskRecord(b []byte) (TaskRecord, error) {
 		p = p[n:]
 		return s, true
 	}
+	cidOf := func(c *objects.CID) bool {
+		v, ok := bytesOf()
+		if !ok {
+			return false
+		}
+		if len(v) == 0 {
+			return true
+		}
+		id, err := objects.CIDFromBytes(v)
+		if err != nil || !slices.Equal(id.Bytes(), v) {
+			return false
+		}
+		*c = id
+		return true
+	}
+	if t.Kind == TaskRecordAbsent {
+		if !cidOf(&t.Commit) || !cidOf(&t.TaskCommit) || t.Commit.IsZero() || t.TaskCommit.IsZero() {
+			return bad("a CID")
+		}
+		if len(p) != 0 {
+			return bad("bytes after the commits")
+		}
+		return t, nil
+	}
+	t.Flags, p = p[0], p[1:]
+	if t.Flags&^TaskRecordWhole != 0 {
+		return bad("flags")
+	}
 	for _, s := range []*string{&t.ID, &t.Attempt, &t.Model, &t.Adapter} {
 		v, ok := bytesOf()
 		if !ok {
@@ -176,18 +213,9 @@ func DecodeTaskRecord(b []byte) (TaskRecord, error) {
 	}
 	t.Time, p = tm, p[n:]
 	for _, c := range []*objects.CID{&t.Start, &t.Commit, &t.TaskCommit} {
-		v, ok := bytesOf()
-		if !ok {
+		if !cidOf(c) {
 			return bad("a CID")
 		}
-		if len(v) == 0 {
-			continue
-		}
-		id, err := objects.CIDFromBytes(v)
-		if err != nil || !slices.Equal(id.Bytes(), v) {
-			return bad("a CID")
-		}
-		*c = id
 	}
 	if t.Commit.IsZero() || t.TaskCommit.IsZero() {
 		return bad("no commit")
@@ -316,30 +344,31 @@ func (r *Repo) taskTrees(ctx context.Context, l TaskLanding) (from, to objects.C
 	return from, tc.Tree, nil
 }
 
-// TaskRecordOf computes the record of one tape line of agent's: ok is
-// false when it cannot be computed now (a commit it names is not in the
-// store).
-func (r *Repo) TaskRecordOf(ctx context.Context, agent string, line []byte) (TaskRecord, bool, error) {
+// TaskRecordOf computes the record of one tape line of agent's (of kind
+// TaskRecordAbsent when a commit its receipt names is not in the store).
+func (r *Repo) TaskRecordOf(ctx context.Context, agent string, line []byte) (TaskRecord, error) {
 	rc, err := receipt.Parse(line)
 	if err != nil {
-		return TaskRecord{Kind: TaskRecordNone}, true, nil
+		return TaskRecord{Kind: TaskRecordNone}, nil
+	}
+	absent := TaskRecord{Kind: TaskRecordAbsent, Commit: rc.Commit, TaskCommit: rc.TaskCommit}
+	gone := func(err error) bool { return errors.Is(err, dag.ErrUnknown) || errors.Is(err, objects.ErrNotFound) }
+	for _, c := range []objects.CID{rc.Commit, rc.TaskCommit} {
+		// (A writer has them in its commit cache: it just wrote them.)
+		if _, err := r.Commit(ctx, c); gone(err) {
+			return absent, nil
+		} else if err != nil {
+			return TaskRecord{}, err
+		}
 	}
 	l := TaskLanding{Agent: agent, ID: rc.Task, Attempt: rc.Attempt, Receipt: rc,
 		Start: rc.Parent, Commit: rc.Commit, TaskCommit: rc.TaskCommit}
-	for _, c := range []objects.CID{rc.Commit, rc.TaskCommit} {
-		// (A writer has them in its commit cache: it just wrote them.)
-		if _, err := r.Commit(ctx, c); errors.Is(err, dag.ErrUnknown) || errors.Is(err, objects.ErrNotFound) {
-			return TaskRecord{}, false, nil
-		} else if err != nil {
-			return TaskRecord{}, false, err
-		}
-	}
 	own, err := r.TaskOwnOf(ctx, l)
-	if errors.Is(err, dag.ErrUnknown) || errors.Is(err, objects.ErrNotFound) {
-		return TaskRecord{}, false, nil
+	if gone(err) {
+		return absent, nil
 	}
 	if err != nil {
-		return TaskRecord{}, false, err
+		return TaskRecord{}, err
 	}
 	t := TaskRecord{Kind: TaskRecordLanding, ID: rc.Task, Attempt: rc.Attempt, Model: rc.Model, Adapter: rc.Adapter,
 		Time: rc.Time, Start: rc.Parent, Commit: rc.Commit, TaskCommit: rc.TaskCommit,
@@ -350,14 +379,14 @@ func (r *Repo) TaskRecordOf(ctx context.Context, agent string, line []byte) (Tas
 	if own.Whole {
 		t.Flags |= TaskRecordWhole
 	}
-	return t, true, nil
+	return t, nil
 }
 
 // taskRecorder is the storage's hook (TaskRecordStore): the bytes of the
 // record of a line appended to agent's tape, nil for none.
 func (r *Repo) taskRecorder(ctx context.Context, agent string, line []byte) []byte {
-	t, ok, err := r.TaskRecordOf(context.WithoutCancel(ctx), agent, line)
-	if err != nil || !ok {
+	t, err := r.TaskRecordOf(context.WithoutCancel(ctx), agent, line)
+	if err != nil {
 		return nil // no record: readers of this agent's tasks walk its history
 	}
 	return EncodeTaskRecord(t)
@@ -444,12 +473,9 @@ func (r *Repo) RebuildTaskRecords(ctx context.Context) (int, error) {
 				return written, err
 			}
 			n++
-			t, ok, err := r.TaskRecordOf(ctx, h.Agent, line)
+			t, err := r.TaskRecordOf(ctx, h.Agent, line)
 			if err != nil {
 				return written, err
-			}
-			if !ok {
-				break // the lines after this one have none either: the walk reads them
 			}
 			batch = append(batch, []byte(TaskRecordName(h.Agent, n)), EncodeTaskRecord(t))
 			written++
@@ -531,11 +557,15 @@ func (r *Repo) VerifyTaskRecords(ctx context.Context) ([]string, error) {
 			if cut {
 				continue // a forget took commits it was computed from
 			}
-			want, ok, err := r.TaskRecordOf(ctx, agent, lines[x.n-1])
+			want, err := r.TaskRecordOf(ctx, agent, lines[x.n-1])
 			if err != nil {
 				return nil, err
 			}
-			if ok && !bytes.Equal(EncodeTaskRecord(want), x.v) {
+			if (want.Kind == TaskRecordAbsent || got.Kind == TaskRecordAbsent) && got.Kind != TaskRecordNone &&
+				got.Commit == want.Commit && got.TaskCommit == want.TaskCommit {
+				continue // its commits came (a pull) or went (gc) since: it names the same ones
+			}
+			if !bytes.Equal(EncodeTaskRecord(want), x.v) {
 				problem("agent %q, line %d: the record says %s, its receipt and commits give %s", agent, x.n, got.describe(), want.describe())
 			}
 		}
@@ -547,6 +577,9 @@ func (r *Repo) VerifyTaskRecords(ctx context.Context) ([]string, error) {
 func (t TaskRecord) describe() string {
 	if t.Kind == TaskRecordNone {
 		return "no task"
+	}
+	if t.Kind == TaskRecordAbsent {
+		return fmt.Sprintf("commit %s not in the store", t.Commit.Short())
 	}
 	return fmt.Sprintf("task %q attempt %q, commit %s, %d commits, keys %q, whole %v", t.ID, t.Attempt, t.Commit.Short(), t.Commits, t.Keys, t.Whole())
 }

@@ -39,8 +39,17 @@ func TestTaskRecordVector(t *testing.T) {
 	if hex.EncodeToString(none) != "0100e2c3efa5" {
 		t.Fatalf("record of no task: %x", none)
 	}
+	absent := repo.EncodeTaskRecord(repo.TaskRecord{Kind: repo.TaskRecordAbsent, Commit: rec.Commit, TaskCommit: rec.Start})
+	const wantAbsent = "0102" + "2401711220" + "9505cacb7c710ed17125fcc6cb3669e8ddca6c8cd8af6a31f6b3cd64604c3098" +
+		"2401711220" + "cced28c6dc3f99c2396a5eaad732bf6b28142335892b1cd0e6af6cdb53f5ccfa"
+	if got := hex.EncodeToString(absent); got[:len(got)-8] != wantAbsent || got[len(got)-8:] != "d02ff9a2" {
+		t.Fatalf("record of absent commits: %s", got)
+	}
+	if dec, err := repo.DecodeTaskRecord(absent); err != nil || dec.Kind != repo.TaskRecordAbsent || dec.Commit != rec.Commit || dec.TaskCommit != rec.Start {
+		t.Fatalf("decoded %+v, %v", dec, err)
+	}
 	// Every truncation and every flipped bit is refused, never a panic.
-	for _, enc := range [][]byte{enc, none} {
+	for _, enc := range [][]byte{enc, none, absent} {
 		for i := range enc {
 			if _, err := repo.DecodeTaskRecord(enc[:i]); !errors.Is(err, repo.ErrBadTaskRecord) {
 				t.Fatalf("truncated to %d: %v", i, err)
@@ -54,4 +63,27 @@ func TestTaskRecordVector(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Hostile bytes are ErrBadTaskRecord, never a panic; what decodes
+// encodes to bytes that decode to the same record.
+func FuzzDecodeTaskRecord(f *testing.F) {
+	c := objects.Sum(objects.CodecDagCBOR, []byte("commit"))
+	f.Add(repo.EncodeTaskRecord(repo.TaskRecord{Kind: repo.TaskRecordLanding, Flags: repo.TaskRecordWhole, ID: "t", Commit: c, TaskCommit: c, Keys: []string{"k"}}))
+	f.Add(repo.EncodeTaskRecord(repo.TaskRecord{Kind: repo.TaskRecordNone}))
+	f.Add(repo.EncodeTaskRecord(repo.TaskRecord{Kind: repo.TaskRecordAbsent, Commit: c, TaskCommit: c}))
+	f.Add([]byte("not a record"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec, err := repo.DecodeTaskRecord(b)
+		if err != nil {
+			if !errors.Is(err, repo.ErrBadTaskRecord) {
+				t.Fatalf("error %v is not ErrBadTaskRecord", err)
+			}
+			return
+		}
+		again, err := repo.DecodeTaskRecord(repo.EncodeTaskRecord(rec))
+		if err != nil || !reflect.DeepEqual(again, rec) {
+			t.Fatalf("decoded %+v; encoded and decoded again %+v, %v", rec, again, err)
+		}
+	})
 }
