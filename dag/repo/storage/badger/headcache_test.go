@@ -109,6 +109,11 @@ func TestHeadReadBeforeSwapKeepsNothing(t *testing.T) {
 	if err := s.SwapHead(ctx, "a", nil, 1, []byte("entry 1"), rec(1)); err != nil {
 		t.Fatal(err)
 	}
+	// That swap kept record 1; a failed one drops it, so that the first
+	// read below reaches Badger.
+	if err := s.SwapHead(ctx, "a", []byte("not the record"), 2, []byte("entry"), rec(9)); err == nil {
+		t.Fatal("a swap from a record that is not HEAD's succeeded")
+	}
 	var (
 		badgerReads          atomic.Int64
 		holdRead, holdSwap   atomic.Bool
@@ -169,4 +174,63 @@ func TestHeadReadBeforeSwapKeepsNothing(t *testing.T) {
 	if n := badgerReads.Load() - before; n != 0 {
 		t.Fatalf("%d HEAD reads reached Badger with nothing moving", n)
 	}
+}
+
+// A swap that committed keeps its own record: the HEAD read after a move
+// (a runtime's next task) does not reach Badger. Two swaps of one agent
+// under way at once keep nothing (the later commit could be either), and
+// neither does a swap that failed.
+func TestHeadSwapKeepsItsRecord(t *testing.T) {
+	ctx := context.Background()
+	s := create(t)
+	rec := func(i int) []byte { return []byte(fmt.Sprint("head record ", i)) }
+	var badgerReads atomic.Int64
+	var hold atomic.Bool
+	held, goOn := make(chan struct{}), make(chan struct{})
+	s.SetHeadHooks(badger.HeadHooks{Read: func(string) { badgerReads.Add(1) }, Swapped: func(string) {
+		if hold.CompareAndSwap(true, false) {
+			close(held)
+			<-goOn
+		}
+	}})
+	read := func(want int, reads int64, when string) {
+		t.Helper()
+		before := badgerReads.Load()
+		v, ok, err := s.HeadRecord(ctx, "a")
+		if err != nil || !ok || string(v) != string(rec(want)) {
+			t.Fatalf("%s: read %q, %v, %v; want %q", when, v, ok, err, rec(want))
+		}
+		if n := badgerReads.Load() - before; n != reads {
+			t.Fatalf("%s: %d reads reached Badger, want %d", when, n, reads)
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		var old []byte
+		if i > 1 {
+			old = rec(i - 1)
+		}
+		if err := s.SwapHead(ctx, "a", old, uint64(i), []byte("entry"), rec(i)); err != nil {
+			t.Fatal(err)
+		}
+		read(i, 0, fmt.Sprint("after move ", i))
+	}
+	// A failed swap (HEAD is not at old) keeps nothing: the next read
+	// reaches Badger and finds the record that stands.
+	if err := s.SwapHead(ctx, "a", rec(1), 6, []byte("entry"), rec(99)); err == nil {
+		t.Fatal("a swap from a HEAD that moved succeeded")
+	}
+	read(5, 1, "after a failed swap")
+	// Two swaps at once: the first waits after its commit while the second
+	// runs whole; neither keeps its record.
+	hold.Store(true)
+	first := make(chan error, 1)
+	go func() { first <- s.SwapHead(ctx, "a", rec(5), 6, []byte("entry"), rec(6)) }()
+	<-held
+	second := s.SwapHead(ctx, "a", rec(6), 7, []byte("entry"), rec(7))
+	close(goOn)
+	if err := <-first; err != nil || second != nil {
+		t.Fatalf("overlapping swaps: %v, %v", err, second)
+	}
+	read(7, 1, "after overlapping swaps")
+	read(7, 0, "once more")
 }

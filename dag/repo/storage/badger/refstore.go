@@ -34,7 +34,11 @@ func opKey(agent string, seq uint64) []byte {
 //     again after it (end), and the agent counts as busy in between;
 //   - a read keeps what it read from Badger only if the agent is not busy
 //     and its generation, moved on at the end of every swap, is the one
-//     the read saw before it opened its transaction.
+//     the read saw before it opened its transaction;
+//   - a swap that committed keeps its own record at its end only if no
+//     other swap of the agent was under way at any moment of its own (none
+//     can then have committed after it): a runtime's next task reads the
+//     HEAD its landing wrote without reaching Badger.
 //
 // So nothing read while a swap may be committing is kept: a read whose
 // transaction began before the commit (it sees the old record) cannot put
@@ -44,6 +48,10 @@ type headCache struct {
 	rec  map[string][]byte
 	gen  map[string]uint64 // moved on at the end of every swap
 	busy map[string]int    // swaps begun and not ended
+	// overlap names the agents two of whose swaps have been under way at
+	// once since the agent was last not busy: no swap that ends then keeps
+	// its record (another may have committed after it).
+	overlap map[string]bool
 
 	// Set by the tests only (export_test.go), before the store is shared:
 	// hookMissed runs in HeadRecord between the lookup that missed and the
@@ -83,13 +91,20 @@ func (c *headCache) begin(agent string) {
 	if c.busy == nil {
 		c.busy = map[string]int{}
 	}
+	if c.busy[agent] > 0 {
+		if c.overlap == nil {
+			c.overlap = map[string]bool{}
+		}
+		c.overlap[agent] = true
+	}
 	c.busy[agent]++
 }
 
 // end is called after the swap's transaction, committed or not: the record
 // is dropped again and the generation moved on, so a read that began before
-// the swap ended keeps nothing either.
-func (c *headCache) end(agent string) {
+// the swap ended keeps nothing either. committed is the record the swap
+// wrote (nil: it did not commit), kept when no other swap overlapped it.
+func (c *headCache) end(agent string, committed []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.rec, agent)
@@ -99,6 +114,13 @@ func (c *headCache) end(agent string) {
 	c.gen[agent]++
 	if c.busy[agent]--; c.busy[agent] <= 0 {
 		delete(c.busy, agent)
+		if committed != nil && !c.overlap[agent] {
+			if c.rec == nil || len(c.rec) >= maxCachedHeads {
+				c.rec = map[string][]byte{}
+			}
+			c.rec[agent] = committed
+		}
+		delete(c.overlap, agent)
 	}
 }
 
@@ -133,7 +155,8 @@ func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint
 		return err
 	}
 	s.heads.begin(agent) // see headCache
-	defer s.heads.end(agent)
+	var committed []byte
+	defer func() { s.heads.end(agent, committed) }()
 	err := s.update(func(txn *badger.Txn) error {
 		it, err := txn.Get(headKey(agent))
 		var cur []byte
@@ -157,6 +180,9 @@ func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint
 		}
 		return txn.Set(headKey(agent), head)
 	})
+	if err == nil {
+		committed = bytes.Clone(head)
+	}
 	if s.heads.hookSwapped != nil {
 		s.heads.hookSwapped(agent)
 	}
