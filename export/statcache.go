@@ -268,6 +268,22 @@ func StatCacheTree(data []byte) (tree objects.CID, ok bool) {
 	return tree, r.err == nil && !tree.IsZero()
 }
 
+// StatCacheValues returns the values a stat cache record names (one a
+// file), and whether the record could be read: gc drops a record naming a
+// value whose blocks it deletes (a redacted one's), which a later import
+// would otherwise take for stored from the value's list nodes.
+func StatCacheValues(data []byte) ([]objects.CID, bool) {
+	c, err := decodeStatCache(data)
+	if err != nil {
+		return nil, false
+	}
+	vs := make([]objects.CID, len(c.entries))
+	for i, e := range c.entries {
+		vs[i] = e.value
+	}
+	return vs, true
+}
+
 // statCacheBody checks a record's checksum and version and returns a
 // reader at what follows the version.
 func statCacheBody(data []byte) (*cacheReader, error) {

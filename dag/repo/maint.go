@@ -221,11 +221,31 @@ func (r *Repo) collect(ctx context.Context, dryRun bool, overrides map[string]*C
 	// every record whose tree (whose leaves its entries are) is not kept
 	// before deleting anything, so a gc killed half-way cannot leave a
 	// cache pointing at deleted blocks. A record whose tree is kept names
-	// only kept values, and stays: the directories checked out from what
-	// is kept stay the store's to update.
+	// only kept values, and stays (the directories checked out from what
+	// is kept stay the store's to update), unless it names a redacted
+	// value: the blocks a redaction removes are not reached, and gc
+	// deletes them even where a kept tree names the value (stored again
+	// by a later commit of the same content); an import would take them
+	// for stored from the value's list nodes.
+	red, _, err := r.readRedactions(ctx)
+	if err != nil {
+		return rep, err
+	}
 	if err := r.StatCache().Prune(func(data []byte) bool {
 		tree, ok := export.StatCacheTree(data)
-		return ok && reach.Has(tree)
+		if !ok || !reach.Has(tree) {
+			return false
+		}
+		if len(red.byValue) == 0 {
+			return true
+		}
+		vs, ok := export.StatCacheValues(data)
+		for _, v := range vs {
+			if red.absent(v, objects.CID{}) {
+				return false
+			}
+		}
+		return ok
 	}); err != nil {
 		return rep, fmt.Errorf("gc: dropping stat caches: %w", err)
 	}
