@@ -201,9 +201,18 @@ func (tx *Tx) Put(ctx context.Context, key string, data []byte) error {
 // value, those the previous version old already stored: a task that
 // rewrites 1% of a large file (a memory database) then has the store look
 // up only the chunks that changed, not every chunk. On any error reading
-// old's nodes it keeps every block (the store looks them up as usual).
+// old's nodes it keeps every block (the store looks them up as usual). A
+// redaction removes a value's chunks but keeps its lists: the chunks a
+// redaction removed are written again when the new version has them.
 func (rt *Runtime) unstored(ctx context.Context, old objects.CID, blocks []objects.Block) []objects.Block {
 	stored := objects.StoredChunks(ctx, rt.repo.Blocks, old)
+	removed, err := rt.repo.RedactedBlocks(ctx)
+	if err != nil {
+		return blocks
+	}
+	for c := range removed {
+		delete(stored, c)
+	}
 	out := blocks[:0:0]
 	for _, b := range blocks {
 		if _, ok := stored[b.CID]; !ok {

@@ -325,11 +325,20 @@ func (r *Repo) readRedactions(ctx context.Context) (*redactionSet, []*RedactionI
 
 // redactedBlocks is every block an honoured record removes.
 func (r *Repo) redactedBlocks(ctx context.Context) map[objects.CID]bool {
+	set, _ := r.RedactedBlocks(ctx)
+	return set
+}
+
+// RedactedBlocks is every block the store's honoured redaction records
+// removed: blocks a value's chunk lists still name that are not stored. A
+// writer that counts a value's chunks as stored because its lists are
+// (objects.StoredChunks) must not count these.
+func (r *Repo) RedactedBlocks(ctx context.Context) (map[objects.CID]bool, error) {
 	set, _, err := r.readRedactions(ctx)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return set.blocks
+	return set.blocks, nil
 }
 
 // redactionProblems are verify's findings about the records themselves.
