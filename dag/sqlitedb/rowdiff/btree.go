@@ -34,6 +34,11 @@ type page struct {
 	overflow []uint32 // the first overflow page of each cell that spills
 	keys     []int64  // interior table pages: each cell's rowid key (children[i] holds rowids <= keys[i])
 	rowOver  []uint32 // table leaf pages: each cell's first overflow page, 0 for none
+	// cells, of table leaf pages: each cell's bytes (payload size, rowid,
+	// the payload kept on the page), nil for a cell whose payload spills or
+	// that runs past the page. Two versions' cells of one rowid with the
+	// same bytes hold the same row (the schema and text encoding the same).
+	cells [][]byte
 }
 
 func corruptf(format string, a ...any) error {
@@ -89,6 +94,7 @@ func parsePage(data []byte, n int64, usable int) (*page, error) {
 			return nil, corruptf("page %d: cell %d at offset %d is outside the page", n, i, off)
 		}
 		c := data[off:usable]
+		whole := c
 		switch p.typ {
 		case interiorTable:
 			if len(c) < 4 {
@@ -131,6 +137,11 @@ func parsePage(data []byte, n int64, usable int) (*page, error) {
 		}
 		if p.typ == leafTable {
 			p.rowOver = append(p.rowOver, over)
+			var cell []byte
+			if end := uint64(len(whole)-len(c)) + size; over == 0 && size <= uint64(len(c)) {
+				cell = whole[:end]
+			}
+			p.cells = append(p.cells, cell)
 		}
 	}
 	if hlen == 12 {

@@ -72,11 +72,12 @@ type Diff struct {
 	Schema []SchemaChange `json:"schema"`
 	Tables []Table        `json:"tables"`
 
-	hidden []Table // shadow tables' changes, and tables SQL rewrites whole, for SQL
-	forSQL bool
-	cache  map[objects.CID]*page // parsed b-tree pages by chunk CID
-	old    []object
-	new    []object
+	hidden   []Table // shadow tables' changes, and tables SQL rewrites whole, for SQL
+	rowsRead int     // rows read through SQLite, both versions
+	forSQL   bool
+	cache    map[objects.CID]*page // parsed b-tree pages by chunk CID
+	old      []object
+	new      []object
 }
 
 // SchemaChange is one schema object (table, index, view, trigger) added,
@@ -149,6 +150,8 @@ type side struct {
 	over   map[int64]string     // overflow page -> b-tree
 	free   map[int64]bool
 	ptrmap map[int64]bool
+
+	rowsRead int // rows read through SQLite
 }
 
 // Compute returns the change from old to new. Either may be nil: a
@@ -308,6 +311,7 @@ func Compute(ctx context.Context, old, new *sqlitedb.DB, o Options) (*Diff, erro
 		}
 	}
 	d.cache = nil
+	d.rowsRead = a.rowsRead + b.rowsRead
 	return d, nil
 }
 

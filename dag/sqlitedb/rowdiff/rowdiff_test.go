@@ -463,3 +463,31 @@ func TestRowPath(t *testing.T) {
 		}
 	}
 }
+
+// The rows of a changed leaf that both versions hold with the same bytes
+// are not read through SQLite: a diff of three updated rows reads those
+// rows in each version (by rowid), not the other rows on their leaves,
+// and still finds every inserted, deleted and updated row.
+func TestUnchangedCellsNotRead(t *testing.T) {
+	old := baseDB(t, 12000)
+	nw := changed(t, old, `UPDATE messages SET body = 'edited' WHERE id IN (700, 5500, 9200);`)
+	d, _ := diff(t, old, nw)
+	m := table(d, "messages")
+	if m == nil || m.Updated != 3 || len(m.Rows) != 3 {
+		js, _ := json.Marshal(d)
+		t.Fatalf("messages: %s", js)
+	}
+	if r := rowdiff.RowsRead(d); r > 2*3+6 { // and a few rows of other tables
+		t.Fatalf("the diff read %d rows through SQLite for 3 rows updated", r)
+	}
+	nw2 := changed(t, old, `UPDATE messages SET body = 'edited' WHERE id = 700;
+DELETE FROM messages WHERE id = 701;
+INSERT INTO messages(id, role, body) VALUES (702000, 'user', 'new');`)
+	d2, _ := diff(t, old, nw2)
+	m2 := table(d2, "messages")
+	if m2 == nil || m2.Updated != 1 || m2.Deleted != 1 || m2.Inserted != 1 {
+		js, _ := json.Marshal(d2)
+		t.Fatalf("messages: %s", js)
+	}
+	t.Logf("3 updates: %d rows read; an update, a delete and an insert: %d", rowdiff.RowsRead(d), rowdiff.RowsRead(d2))
+}

@@ -1,6 +1,7 @@
 package rowdiff
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -120,6 +121,7 @@ func (s *side) read(ctx context.Context, name string, t tinfo, where string, arg
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		s.rowsRead++
 		var r row
 		off := 0
 		if t.kind != "without rowid" {
@@ -244,9 +246,13 @@ func compareKeys(x, y []Cell) int {
 // candidates reads the rowids on the leaves of b-tree tree that are not
 // shared by both versions (a leaf of tree in both, with the same chunk):
 // every row inserted, deleted or updated is on one of them, in one version
-// or both. It returns, for each version, the rowid ranges of those leaves.
-func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]bool, cache map[objects.CID]*page) (map[int64]bool, [2][][2]int64, error) {
+// or both. Of those rowids, it returns the ones whose cells the two
+// versions do not both hold with the same bytes (parsePage: the same bytes
+// are the same row), every one of them (sorted), and, for each version,
+// the rowid ranges of those leaves.
+func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]bool, cache map[objects.CID]*page) (map[int64]bool, []int64, [2][][2]int64, error) {
 	ids := map[int64]bool{}
+	cells := map[int64]*[2][]byte{}
 	var ranges [2][][2]int64
 	for i, s := range []*side{a, b} {
 		other := b
@@ -260,23 +266,41 @@ func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]
 			}
 			p, err := s.parse(ctx, cache, n) // parsed already when its overflow was followed
 			if err != nil {
-				return nil, ranges, err
+				return nil, nil, ranges, err
 			}
 			if p.typ != leafTable {
-				return nil, ranges, corruptf("page %d of table %q is not a table leaf (type 0x%02x)", n, tree, p.typ)
+				return nil, nil, ranges, corruptf("page %d of table %q is not a table leaf (type 0x%02x)", n, tree, p.typ)
 			}
 			if len(p.rowids) == 0 {
 				continue
 			}
 			lo, hi := p.rowids[0], p.rowids[0]
-			for _, r := range p.rowids {
+			for j, r := range p.rowids {
 				ids[r] = true
 				lo, hi = min(lo, r), max(hi, r)
+				if c := p.cells[j]; c != nil {
+					e := cells[r]
+					if e == nil {
+						e = &[2][]byte{}
+						cells[r] = e
+					}
+					e[i] = c
+				}
 			}
 			ranges[i] = append(ranges[i], [2]int64{lo, hi})
 		}
 	}
-	return ids, ranges, nil
+	all := make([]int64, 0, len(ids))
+	for r := range ids {
+		all = append(all, r)
+	}
+	slices.Sort(all)
+	for r, e := range cells {
+		if e[0] != nil && e[1] != nil && bytes.Equal(e[0], e[1]) {
+			delete(ids, r)
+		}
+	}
+	return ids, all, ranges, nil
 }
 
 // diffTable computes one table's change.
@@ -324,6 +348,7 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 	whole := t.Schema != "" || d.Whole != "" || a.pages == nil || b.pages == nil || ta.kind != tb.kind
 	var keep func([]Cell) bool
 	var ranges [2][][2]int64
+	var left, all []int64 // the candidate rowids (sorted), and every rowid on the changed leaves
 	if !whole {
 		tree := name
 		switch main.kind {
@@ -367,14 +392,18 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 			}
 		}
 		if !whole {
-			ids, rg, err := candidates(ctx, a, b, tree, changed, d.cache)
+			ids, rowids, rg, err := candidates(ctx, a, b, tree, changed, d.cache)
 			if err != nil {
 				return nil, err
 			}
 			if len(ids) == 0 {
 				return t.unchanged()
 			}
-			ranges = rg
+			ranges, all = rg, rowids
+			for r := range ids {
+				left = append(left, r)
+			}
+			slices.Sort(left)
 			keep = func(k []Cell) bool { return len(k) == 1 && k[0].Kind == sqlitedb.Integer && ids[k[0].Int] }
 		}
 	}
@@ -413,6 +442,17 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 				return
 			}
 			for _, r := range merged {
+				// A range whose rows are mostly the same in both versions
+				// is read by its candidates' rowids, one lookup each.
+				in := inRange(left, r)
+				if len(in)*4 <= len(inRange(all, r)) {
+					for _, id := range in {
+						if errs[i] = s.read(ctx, name, ti, "rowid = ?", []Cell{{Kind: sqlitedb.Integer, Int: id}}, keep, out); errs[i] != nil {
+							return
+						}
+					}
+					continue
+				}
 				if errs[i] = s.readRange(ctx, name, ti, r[0], r[1], keep, out); errs[i] != nil {
 					return
 				}
@@ -484,6 +524,16 @@ func (t *Table) unchanged() (*Table, error) {
 		return nil, nil
 	}
 	return t, nil
+}
+
+// inRange is the part of sorted ids from r[0] to r[1].
+func inRange(ids []int64, r [2]int64) []int64 {
+	lo, _ := slices.BinarySearch(ids, r[0])
+	hi, _ := slices.BinarySearch(ids, r[1]+1)
+	if r[1] == math.MaxInt64 {
+		hi = len(ids)
+	}
+	return ids[lo:max(lo, hi)]
 }
 
 func cmpInt(a, b int64) int {
