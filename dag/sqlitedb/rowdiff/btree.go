@@ -9,8 +9,9 @@ import (
 
 // The b-tree page reading here is the least that finds which rows changed
 // without reading a whole database: a page's type, its cell pointers, the
-// child page numbers of interior pages, the rowids of table leaf cells and
-// the first overflow page of a cell whose payload spills. SQLite (through
+// child page numbers of interior pages, the rowids of table leaf cells,
+// the first overflow page of a cell whose payload spills, and a table leaf
+// cell's bytes as they are (compared between versions, never decoded). SQLite (through
 // modernc.org/sqlite and zombiezen.com/go/sqlite) reads rows by key but
 // has no API that says which b-tree a page belongs to or which rows a page
 // holds, short of the dbstat virtual table, which walks every page of every
