@@ -31,7 +31,10 @@ type leafSet struct {
 
 	sumOnce sync.Once
 	hashed  atomic.Bool // sum, states and every are set
-	sum     objects.BundleHash
+	// recorded: BundleHash has written the set's hash as the tree's
+	// metadata record (once per set, not once per call).
+	recorded atomic.Bool
+	sum      objects.BundleHash
 	// states[j] is the keccak sponge after the first (j+1)*every leaves, as
 	// the hash's AppendBinary encodes it (kept while the set is).
 	states [][]byte
@@ -197,8 +200,23 @@ func resumeLeaves(leaves [][32]byte, base *leafSet, same int) (objects.BundleHas
 // leaves returns the leaf set of tree: from the cache, by patching a cached
 // set with the diff to tree when that diff is small, or by walking tree.
 func (r *Repo) leaves(ctx context.Context, tree objects.CID) (*leafSet, error) {
-	if s := r.leafCache.get(tree); s != nil {
+	if s, ok := r.patchedLeaves(ctx, tree); ok {
 		return s, nil
+	}
+	s, err := wholeLeaves(ctx, r.Blocks, tree, -1)
+	if err != nil {
+		return nil, err
+	}
+	r.leafCache.put(tree, s)
+	return s, nil
+}
+
+// patchedLeaves returns the leaf set of tree from the cache, or by patching
+// a cached set with the diff to tree when that diff is small (ok == false:
+// neither).
+func (r *Repo) patchedLeaves(ctx context.Context, tree objects.CID) (*leafSet, bool) {
+	if s := r.leafCache.get(tree); s != nil {
+		return s, true
 	}
 	for _, base := range r.leafCache.recent() {
 		bs := r.leafCache.get(base)
@@ -209,7 +227,7 @@ func (r *Repo) leaves(ctx context.Context, tree objects.CID) (*leafSet, error) {
 		if err != nil {
 			// The patch is a shortcut: a base tree collected since its set
 			// was cached (a forget or gc deleted it) is dropped and the next
-			// tried; the walk below answers whatever else went wrong.
+			// tried; the caller's walk answers whatever else went wrong.
 			if errors.Is(err, objects.ErrNotFound) {
 				r.leafCache.drop(base)
 				continue
@@ -218,15 +236,10 @@ func (r *Repo) leaves(ctx context.Context, tree objects.CID) (*leafSet, error) {
 		}
 		if ok {
 			r.leafCache.put(tree, s)
-			return s, nil
+			return s, true
 		}
 	}
-	s, err := wholeLeaves(ctx, r.Blocks, tree, -1)
-	if err != nil {
-		return nil, err
-	}
-	r.leafCache.put(tree, s)
-	return s, nil
+	return nil, false
 }
 
 // patchLeavesIn applies the diff from base to tree, read from bs, to

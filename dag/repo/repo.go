@@ -341,10 +341,16 @@ func (r *Repo) EmptyTree(ctx context.Context) (objects.CID, error) {
 
 // BundleHash returns the bundle hash of a tree, cached per tree root.
 func (r *Repo) BundleHash(ctx context.Context, tree objects.CID) (objects.BundleHash, error) {
-	if s := r.leafCache.get(tree); s != nil {
-		return s.hash(), nil // held in memory: no lookup of the record
-	}
 	key := "bundle/" + string(tree.Bytes())
+	if s, ok := r.patchedLeaves(ctx, tree); ok {
+		// Held in memory, or a few keys from a set that is (a writer's
+		// next tree): no lookup of the record, which a new tree has not.
+		h := s.hash()
+		if s.recorded.CompareAndSwap(false, true) {
+			_ = r.Storage.SetMeta(Deferred(ctx), key, h[:]) // as below
+		}
+		return h, nil
+	}
 	if v, ok, err := r.Storage.GetMeta(ctx, key); err == nil && ok && len(v) == 32 {
 		return objects.BundleHash(v), nil
 	}
@@ -353,6 +359,7 @@ func (r *Repo) BundleHash(ctx context.Context, tree objects.CID) (objects.Bundle
 		return objects.BundleHash{}, err
 	}
 	h := ls.hash()
+	ls.recorded.Store(true)
 	_ = r.Storage.SetMeta(Deferred(ctx), key, h[:]) // a cache: failing to write it, or losing it, is harmless
 	return h, nil
 }
