@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -352,68 +351,11 @@ func w4Log(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
 		as, gt = append(as, a), append(gt, g)
 	}
 	a, g, f := median(as), median(gt), median(fl)
-	rows := []row{{id: "4", name: fmt.Sprintf("log --oneline over %d commits", cfg.keyCommits), as: fmtDur(a), git: fmtDur(g),
+	return []row{{id: "4", name: fmt.Sprintf("log --oneline over %d commits", cfg.keyCommits), as: fmtDur(a), git: fmtDur(g),
 		ratio: ratio(float64(a), float64(g)), target: "<= 1x git", verdict: verdictMax(float64(a)/float64(g), 1)},
 		{id: "4f", name: "  floor: log -n 1 --oneline (the process's fixed cost)", as: fmtDur(f), git: fmtDur(g),
 			ratio: ratio(float64(f), float64(g)),
-			note:  fmt.Sprintf("the walk of the other %d commits: %s", cfg.keyCommits-1, fmtDur(max(0, a-f)))}}
-	floorRow, err := logBadgerFloor(ctx, cfg, r, h)
-	if err != nil {
-		return nil, err
-	}
-	return append(rows, floorRow), nil
-}
-
-// logBadgerFloor is row 4h: a program linking only Badger (badgerfloor)
-// that opens the store read-only and reads the blocks an in-process 'log
-// --oneline' read (recorded on a fresh open: the commits, whose messages
-// the lines print), in the order the log read them, printing their bytes;
-// timed alternately with git log. It is a lower bound of any unserved log
-// over this store's layout (the graph records and HEAD it also reads are
-// left out), and the log is timed against it in the same minutes.
-func logBadgerFloor(ctx context.Context, cfg *config, r *runner, h *history) (row, error) {
-	cids, err := blocksRead(ctx, h.store, cfg.work, "--agent", h.agent, "log", "--oneline")
-	if err != nil {
-		return row{}, err
-	}
-	var keys strings.Builder
-	for _, c := range cids {
-		keys.WriteString(hex.EncodeToString(append([]byte{'b'}, c.Bytes()...)))
-		keys.WriteByte('\n')
-	}
-	keyFile := filepath.Join(cfg.work, "hist", "log-blocks.txt")
-	if err := os.WriteFile(keyFile, []byte(keys.String()), 0o644); err != nil {
-		return row{}, err
-	}
-	bfloor, err := buildFloor(ctx, cfg, "badgerfloor")
-	if err != nil {
-		return row{}, err
-	}
-	out, _, err := r.run(ctx, cfg.work, nil, bfloor, h.store, "@"+keyFile)
-	if err != nil {
-		return row{}, err
-	}
-	if len(out) == 0 || len(cids) < cfg.keyCommits {
-		return row{}, fmt.Errorf("badgerfloor read %d blocks, %d bytes; the log read %d blocks for %d commits", len(cids), len(out), len(cids), cfg.keyCommits)
-	}
-	run := func(dir, name string, args ...string) timed {
-		return func(int) (time.Duration, error) {
-			_, d, err := r.run(ctx, dir, nil, name, args...)
-			return d, err
-		}
-	}
-	floor, git, err := pairN(cfg.reps, run(cfg.work, bfloor, h.store, "@"+keyFile), run(h.git, "git", "log", "--oneline"))
-	if err != nil {
-		return row{}, err
-	}
-	logA, floorB, err := pairN(cfg.reps, run(cfg.work, cfg.bin, "--store", h.store, "--agent", h.agent, "log", "--oneline"), run(cfg.work, bfloor, h.store, "@"+keyFile))
-	if err != nil {
-		return row{}, err
-	}
-	return row{id: "4h", name: "  floor of 4: a program linking only Badger: start, read-only open, the blocks the log reads, vs git log", as: fmtDur(floor), git: fmtDur(git),
-		ratio: ratio(float64(floor), float64(git)),
-		note: fmt.Sprintf("internal/cmd/bench/badgerfloor with the %d blocks (%d bytes) an in-process log --oneline read, in its order, read on every core (a read-only transaction each); timed alternately with it, log --oneline took %s against its %s (%s)",
-			len(cids), len(out), fmtDur(logA), fmtDur(floorB), ratio(float64(logA), float64(floorB)))}, nil
+			note:  fmt.Sprintf("the walk of the other %d commits: %s", cfg.keyCommits-1, fmtDur(max(0, a-f)))}}, nil
 }
 
 func w5Checkout(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {

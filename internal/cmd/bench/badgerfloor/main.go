@@ -2,30 +2,20 @@
 // workload 21, row 21d, and workload 10, row 10h): a program that links
 // Badger and nothing of agentstate and opens a store with the options the
 // store opens it with (dag/repo/storage/badger). With two arguments it opens
-// the store read-only, reads one key and prints its value (with @FILE in
-// place of the key: every key FILE lists, in hex one a line, in that order,
-// read on every core and each value printed in order; the floor of a
-// command that reads those blocks,
-// workload 4's row 4h); with a third it
+// the store read-only, reads one key and prints its value; with a third it
 // opens it writable, sets the key to that file's content in one transaction
 // and closes it (the memtable's flush to a level-0 table included, as every
 // close does, and level 0 merged on the store's rule). An unserved get or put does this and more: the engine's
 // start, the store's own checks, HEAD, the commit and the tree's nodes.
 //
 //	badgerfloor STORE-DIR HEX-KEY [VALUE-FILE]
-//	badgerfloor STORE-DIR @KEYS-FILE
 package main
 
 import (
-	"bufio"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
-	"sync"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -37,16 +27,13 @@ func main() {
 		os.Exit(2)
 	}
 	key, err := hex.DecodeString(os.Args[2])
-	if err != nil && !strings.HasPrefix(os.Args[2], "@") {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "badgerfloor:", err)
 		os.Exit(2)
 	}
-	switch {
-	case len(os.Args) == 4:
+	if len(os.Args) == 4 {
 		err = put(os.Args[1], key, os.Args[3])
-	case strings.HasPrefix(os.Args[2], "@"):
-		err = getList(os.Args[1], os.Args[2][1:])
-	default:
+	} else {
 		err = get(os.Args[1], key)
 	}
 	if err != nil {
@@ -135,61 +122,4 @@ func get(dir string, key []byte) error {
 	}
 	_, err = os.Stdout.Write(v)
 	return err
-}
-
-// getList prints the values of the keys file lists (hex, one a line): the
-// keys are read on every core, each core's share in its own read-only
-// transaction, and the values printed in the file's order.
-func getList(dir, file string) error {
-	list, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	var keys [][]byte
-	for _, line := range strings.Fields(string(list)) {
-		k, err := hex.DecodeString(line)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, k)
-	}
-	db, err := badger.Open(storeOptions(dir, true))
-	if err != nil {
-		return err
-	}
-	vals := make([][]byte, len(keys))
-	workers := runtime.GOMAXPROCS(0)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[w] = db.View(func(txn *badger.Txn) error {
-				for i := w; i < len(keys); i += workers {
-					item, err := txn.Get(keys[i])
-					if err != nil {
-						return err
-					}
-					if vals[i], err = item.ValueCopy(nil); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		}()
-	}
-	wg.Wait()
-	err = errors.Join(errs...)
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	out := bufio.NewWriterSize(os.Stdout, 64<<10)
-	for _, v := range vals {
-		out.Write(v)
-	}
-	return out.Flush()
 }
