@@ -52,9 +52,10 @@ type BlockLister interface {
 }
 
 // BlockScanner is an optional ability of a BlockStore: every stored block
-// in one pass, in the store's own order, where a Get of each would be a
-// lookup of its own (on disk: Badger's key order, each table block read and
-// decompressed once). fn gets each block's CID and its size in bytes and,
+// in one pass, in an order of the store's own, where a Get of each would be
+// a lookup of its own (on disk: ranges of Badger's keys read on every core,
+// each table block read and decompressed once). fn is called on the
+// caller's goroutine, one block at a time; it gets each block's CID and its size in bytes and,
 // when want is nil or want(c) is true, its bytes as stored: NOT re-hashed,
 // so the caller checks them (Verify) before trusting them; they are the
 // caller's to keep. A block whose bytes cannot be read at all is left out

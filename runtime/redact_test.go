@@ -16,12 +16,7 @@ import (
 func TestRuntimeRedact(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	seed := sha256.Sum256([]byte("operator"))
-	rt, err := runtime.Open(ctx, runtime.Options{Store: dir, Signer: ed25519.NewKeyFromSeed(seed[:]), NoServe: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := openOperated(t, dir)
 	put := func(id, v string) *runtime.Receipt {
 		rc, err := rt.RunTask(ctx, "lumen", runtime.Task{ID: id}, func(ctx context.Context, tx *runtime.Tx) error {
 			return tx.Put(ctx, "skills/deploy.md", []byte(v))
@@ -60,12 +55,7 @@ func TestRuntimeRedact(t *testing.T) {
 func TestPutOverARedactedChunkedValue(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	seed := sha256.Sum256([]byte("operator"))
-	rt, err := runtime.Open(ctx, runtime.Options{Store: dir, Signer: ed25519.NewKeyFromSeed(seed[:]), NoServe: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := openOperated(t, dir)
 	// A 2 MiB "database" of 4 KiB pages: chunked, every page its own chunk.
 	db := make([]byte, 2<<20)
 	copy(db, "SQLite format 3\x00")
@@ -100,6 +90,19 @@ func TestPutOverARedactedChunkedValue(t *testing.T) {
 		t.Fatalf("the new version reads back %d bytes (%v), want %d", len(got), err, len(next))
 	}
 	closeAndVerify(t, rt, dir)
+}
+
+// openOperated opens a runtime on dir signing with an operator key (what a
+// redaction needs), closed when the test ends if it is still open.
+func openOperated(t *testing.T, dir string) *runtime.Runtime {
+	t.Helper()
+	seed := sha256.Sum256([]byte("operator"))
+	rt, err := runtime.Open(context.Background(), runtime.Options{Store: dir, Signer: ed25519.NewKeyFromSeed(seed[:]), NoServe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
 }
 
 // closeAndVerify closes the runtime and verifies its store clean.

@@ -27,10 +27,7 @@ func (s span) raw() bool { return s.n.kids[s.i] == nil }
 func (p *Pages) topSpan(ctx context.Context, idx int64) (span, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.nodes > maxIndexNodes {
-		p.root = &indexNode{links: p.root.links, pages: p.root.pages}
-		p.nodes = 0
-	}
+	p.trimIndex()
 	n, depth := p.root, 0
 	for {
 		if err := p.resolve(ctx, n, depth); err != nil {

@@ -97,29 +97,10 @@ INSERT INTO messages SELECT x, printf('message %d %.60d', x, x*x) FROM c;`)
 	sqlite3(t, file, `UPDATE messages SET body = 'edited' WHERE id = 250000;`)
 	b, _ := os.ReadFile(file)
 	ms := memstore.New()
-	va, ba := objects.NewFileValue(a)
-	vb, bb := objects.NewFileValue(b)
-	if err := ms.Put(ctx, append(ba, bb...)...); err != nil {
-		t.Fatal(err)
-	}
-	nodes := map[objects.CID]bool{}
-	for _, blk := range append(ba, bb...) {
-		if blk.CID.Codec() != objects.CodecRaw {
-			nodes[blk.CID] = true
-		}
-	}
+	va, vb, nodes := storeVersions(t, ms, a, b)
 	count := &countingStore{BlockStore: ms, gets: map[objects.CID]int{}}
 	bs := dag.WithCommitCache(count, 16) // the two versions share what they decode
-	pa, err := sqlitedb.OpenPages(ctx, bs, va)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pa.Close()
-	pb, err := sqlitedb.OpenPages(ctx, bs, vb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pb.Close()
+	pa, pb := openVersions(t, bs, va, vb)
 	count.reads()
 	got, err := sqlitedb.ChangedPages(ctx, pa, pb)
 	if err != nil {
@@ -217,29 +198,10 @@ func TestReadAheadDiff(t *testing.T) {
 	sqlite3(t, file, `UPDATE messages SET body = 'edited ' || id WHERE id % 499 = 0;`)
 	b, _ := os.ReadFile(file)
 	ms := memstore.New()
-	va, ba := objects.NewFileValue(a)
-	vb, bb := objects.NewFileValue(b)
-	if err := ms.Put(ctx, append(ba, bb...)...); err != nil {
-		t.Fatal(err)
-	}
-	nodes := map[objects.CID]bool{}
-	for _, blk := range append(ba, bb...) {
-		if blk.CID.Codec() != objects.CodecRaw {
-			nodes[blk.CID] = true
-		}
-	}
+	va, vb, nodes := storeVersions(t, ms, a, b)
 	count := &batchStore{BlockStore: ms, gets: map[objects.CID]int{}}
 	bs := dag.WithCommitCache(count, 16)
-	pa, err := sqlitedb.OpenPages(ctx, bs, va)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pa.Close()
-	pb, err := sqlitedb.OpenPages(ctx, bs, vb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pb.Close()
+	pa, pb := openVersions(t, bs, va, vb)
 	count.mu.Lock()
 	clear(count.gets)
 	count.calls = 0
@@ -370,4 +332,37 @@ func TestPrefetchGoesFirst(t *testing.T) {
 	if !slices.Equal(got[len(want):], before) {
 		t.Fatal("the fetches queued before are not after the new ones, in their order")
 	}
+}
+
+// storeVersions stores the file values of a and b in ms and returns them
+// with the set of their nodes (file and list nodes: every block not raw).
+func storeVersions(t *testing.T, ms objects.BlockStore, a, b []byte) (va, vb objects.CID, nodes map[objects.CID]bool) {
+	t.Helper()
+	va, ba := objects.NewFileValue(a)
+	vb, bb := objects.NewFileValue(b)
+	blocks := append(ba, bb...)
+	if err := ms.Put(context.Background(), blocks...); err != nil {
+		t.Fatal(err)
+	}
+	nodes = map[objects.CID]bool{}
+	for _, blk := range blocks {
+		if blk.CID.Codec() != objects.CodecRaw {
+			nodes[blk.CID] = true
+		}
+	}
+	return va, vb, nodes
+}
+
+// openVersions opens the pages of two values, closed when the test ends.
+func openVersions(t *testing.T, bs objects.BlockStore, va, vb objects.CID) (pa, pb *sqlitedb.Pages) {
+	t.Helper()
+	open := func(v objects.CID) *sqlitedb.Pages {
+		p, err := sqlitedb.OpenPages(context.Background(), bs, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	return open(va), open(vb)
 }

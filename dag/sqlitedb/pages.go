@@ -370,13 +370,19 @@ func (p *Pages) remember(c objects.CID, data []byte) {
 	p.order = append(p.order, c)
 }
 
-// locate returns the raw chunk holding the page at 0-based index idx,
-// decoding the list nodes on its path.
-func (p *Pages) locate(ctx context.Context, idx int64) (objects.CID, error) {
+// trimIndex drops the decoded list nodes below the root once there are
+// more than maxIndexNodes of them (they are read again as needed).
+func (p *Pages) trimIndex() {
 	if p.nodes > maxIndexNodes {
 		p.root = &indexNode{links: p.root.links, pages: p.root.pages}
 		p.nodes = 0
 	}
+}
+
+// locate returns the raw chunk holding the page at 0-based index idx,
+// decoding the list nodes on its path.
+func (p *Pages) locate(ctx context.Context, idx int64) (objects.CID, error) {
+	p.trimIndex()
 	n, depth := p.root, 0
 	for {
 		if err := p.resolve(ctx, n, depth); err != nil {

@@ -235,17 +235,9 @@ func (s *Store) appendHeld(agent string, lines, recs [][]byte) (uint64, error) {
 	p := tapePrefix(agent)
 	last, known := s.held.tapeEnd[agent]
 	if !known {
-		err := s.db.View(func(txn *badger.Txn) error {
-			var err error
-			last, err = lastTapeSeq(txn, agent)
-			return err
-		})
-		if err != nil {
+		var err error
+		if last, err = s.tapeLast(agent); err != nil {
 			return 0, err
-		}
-		if keys, _ := s.held.withPrefix(p); len(keys) > 0 {
-			k := keys[len(keys)-1]
-			last = max(last, binary.BigEndian.Uint64(k[len(k)-8:]))
 		}
 	}
 	for i, l := range lines {

@@ -46,6 +46,15 @@ func (s *Store) taskRecords(ctx context.Context, agent string, lines [][]byte) [
 // TapeLen returns the number of an agent's tape lines (the last one's
 // number), held lines with them.
 func (s *Store) TapeLen(ctx context.Context, agent string) (uint64, error) {
+	last, err := s.tapeLast(agent)
+	if err != nil {
+		return 0, err
+	}
+	return last, ctx.Err()
+}
+
+// tapeLast is the number of the last line of agent's tape, written or held.
+func (s *Store) tapeLast(agent string) (uint64, error) {
 	var last uint64
 	err := s.db.View(func(txn *badger.Txn) error {
 		var err error
@@ -59,5 +68,5 @@ func (s *Store) TapeLen(ctx context.Context, agent string) (uint64, error) {
 		k := keys[len(keys)-1]
 		last = max(last, binary.BigEndian.Uint64(k[len(k)-8:]))
 	}
-	return last, ctx.Err()
+	return last, nil
 }
