@@ -8,14 +8,27 @@
 // close does, and level 0 merged on the store's rule). An unserved get or put does this and more: the engine's
 // start, the store's own checks, HEAD, the commit and the tree's nodes.
 //
+// With @KEYS-FILE in place of the key it is the floor of an unserved 'log
+// --oneline' (workload 4, row 4h): it reads the keys the file lists in hex,
+// one a line, each in its own read-only transaction (as the store reads a
+// record), then, for a line "scan PREFIX N", iterates the keys under PREFIX
+// from the first, copying N values out with one iterator (as the log's walk
+// reads the commit graph's records), and prints one line per value read by
+// the scan. It decodes, checks and hashes nothing.
+//
 //	badgerfloor STORE-DIR HEX-KEY [VALUE-FILE]
+//	badgerfloor STORE-DIR @KEYS-FILE
 package main
 
 import (
+	"bufio"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -26,15 +39,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: badgerfloor STORE-DIR HEX-KEY [VALUE-FILE]")
 		os.Exit(2)
 	}
-	key, err := hex.DecodeString(os.Args[2])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "badgerfloor:", err)
-		os.Exit(2)
-	}
-	if len(os.Args) == 4 {
-		err = put(os.Args[1], key, os.Args[3])
+	var err error
+	if file, ok := strings.CutPrefix(os.Args[2], "@"); ok && len(os.Args) == 3 {
+		err = readList(os.Args[1], file)
 	} else {
-		err = get(os.Args[1], key)
+		var key []byte
+		key, err = hex.DecodeString(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "badgerfloor:", err)
+			os.Exit(2)
+		}
+		if len(os.Args) == 4 {
+			err = put(os.Args[1], key, os.Args[3])
+		} else {
+			err = get(os.Args[1], key)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "badgerfloor:", err)
@@ -122,4 +141,88 @@ func get(dir string, key []byte) error {
 	}
 	_, err = os.Stdout.Write(v)
 	return err
+}
+
+// readList reads what the keys file lists (see the package comment).
+func readList(dir, file string) error {
+	list, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var keys [][]byte
+	var prefix []byte
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(list)), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 3 && f[0] == "scan":
+			if prefix, err = hex.DecodeString(f[1]); err != nil {
+				return err
+			}
+			if n, err = strconv.Atoi(f[2]); err != nil {
+				return err
+			}
+		case len(f) == 1:
+			k, err := hex.DecodeString(f[0])
+			if err != nil {
+				return err
+			}
+			keys = append(keys, k)
+		default:
+			return fmt.Errorf("%s: bad line %q", file, line)
+		}
+	}
+	db, err := badger.Open(storeOptions(dir, true))
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	for _, k := range keys {
+		if err = db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				return nil // absent records (a checkpoint) are looked up all the same
+			}
+			if err != nil {
+				return fmt.Errorf("%x: %w", k, err)
+			}
+			_, err = item.ValueCopy(nil)
+			return err
+		}); err != nil {
+			break
+		}
+	}
+	read := 0
+	if err == nil && n > 0 {
+		err = db.View(func(txn *badger.Txn) error {
+			o := badger.DefaultIteratorOptions
+			o.PrefetchValues = false
+			o.Prefix = prefix
+			it := txn.NewIterator(o)
+			defer it.Close()
+			var line []byte
+			for it.Rewind(); it.Valid() && read < n; it.Next() {
+				v, err := it.Item().ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				line = hex.AppendEncode(line[:0], it.Item().Key()[len(prefix):])
+				line = append(line, ' ')
+				line = strconv.AppendInt(line, int64(len(v)), 10)
+				out.Write(append(line, '\n'))
+				read++
+			}
+			return nil
+		})
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && read < n {
+		err = fmt.Errorf("scan of %x read %d values, want %d", prefix, read, n)
+	}
+	if err != nil {
+		return err
+	}
+	return out.Flush()
 }

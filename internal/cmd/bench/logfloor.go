@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentstate/agentstate/dag"
+	"github.com/agentstate/agentstate/dag/repo"
+)
+
+// logFloorKeys writes the keys file of row 4h (badgerfloor @FILE): the
+// Badger keys an unserved 'log --oneline' of agent reads, found by tracing
+// every read the store makes during one (docs/performance.md, "Unserved log
+// and the engine's start, again"): the format record, the agent's HEAD, the
+// HEAD commit's block, the agent's checkpoint, the HEAD commit's graph
+// index entry, then the commit graph's records, newest first, one per
+// commit (the first few of them the log reads by point lookups, the rest in
+// one scan; the floor reads them all in one scan, which costs less). Left
+// out, so that the floor stays below the log: the HEAD records' scan the
+// log makes for its decorations. The namespaces are
+// dag/repo/storage/badger's: 'm' metadata, 'h' HEAD, 'b' blocks.
+func logFloorKeys(ctx context.Context, store, agent, file string, commits int) error {
+	rp, err := repo.Open(store, repo.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	h, err := rp.Refs.Head(ctx, agent)
+	rp.Close()
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	line := func(k []byte) { b.WriteString(hex.EncodeToString(k) + "\n") }
+	line([]byte("mformat"))
+	line([]byte("h" + agent))
+	line(append([]byte{'b'}, h.Commit.Bytes()...))
+	line([]byte("mcheckpoint/" + agent))
+	line([]byte("m" + dag.GraphIndexPrefix + h.Commit.String()))
+	fmt.Fprintf(&b, "scan %s %d\n", hex.EncodeToString([]byte("m"+dag.GraphRecordPrefix)), commits)
+	return os.WriteFile(file, []byte(b.String()), 0o644)
+}
+
+// logBadgerFloor is row 4h: badgerfloor, a program linking only Badger,
+// opening the store read-only with the store's options and reading the
+// keys logFloorKeys lists, timed alternately with git log; then the log
+// timed alternately with it. Every commit's record is read and a line
+// printed per commit, nothing decoded or checked: a strict subset of what
+// the log does, so a lower bound of any unserved log over this layout.
+// It returns the row and the floor's ratio to git.
+func logBadgerFloor(ctx context.Context, cfg *config, r *runner, h *history) (row, float64, error) {
+	keyFile := filepath.Join(cfg.work, "hist", "log-keys.txt")
+	if err := logFloorKeys(ctx, h.store, h.agent, keyFile, cfg.keyCommits); err != nil {
+		return row{}, 0, err
+	}
+	bfloor, err := buildFloor(ctx, cfg, "badgerfloor")
+	if err != nil {
+		return row{}, 0, err
+	}
+	out, _, err := r.run(ctx, cfg.work, nil, bfloor, h.store, "@"+keyFile)
+	if err != nil {
+		return row{}, 0, err
+	}
+	if n := strings.Count(out, "\n"); n != cfg.keyCommits {
+		return row{}, 0, fmt.Errorf("badgerfloor printed %d lines, want %d", n, cfg.keyCommits)
+	}
+	run := func(dir, name string, args ...string) timed {
+		return func(int) (time.Duration, error) {
+			_, d, err := r.run(ctx, dir, nil, name, args...)
+			return d, err
+		}
+	}
+	floor, git, err := pairN(cfg.reps, run(cfg.work, bfloor, h.store, "@"+keyFile), run(h.git, "git", "log", "--oneline"))
+	if err != nil {
+		return row{}, 0, err
+	}
+	logA, floorB, err := pairN(cfg.reps, run(cfg.work, cfg.bin, "--store", h.store, "--agent", h.agent, "log", "--oneline"), run(cfg.work, bfloor, h.store, "@"+keyFile))
+	if err != nil {
+		return row{}, 0, err
+	}
+	fr := float64(floor) / float64(git)
+	return row{id: "4h", name: "  floor of 4: a program linking only Badger: start, read-only open, the keys the log reads, one line a commit, vs git log",
+		as: fmtDur(floor), git: fmtDur(git), ratio: ratio(float64(floor), float64(git)),
+		note: fmt.Sprintf("internal/cmd/bench/badgerfloor with the store's read-only options: 5 point reads (format, HEAD, the HEAD commit, checkpoint, graph index), then the %d commit-graph records in one iterator; timed alternately with it, log --oneline took %s against its %s (%s)",
+			cfg.keyCommits, fmtDur(logA), fmtDur(floorB), ratio(float64(logA), float64(floorB)))}, fr, nil
+}
