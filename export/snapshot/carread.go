@@ -11,7 +11,6 @@ import (
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs/redaction"
-	"github.com/ipfs/go-cid"
 )
 
 // Reading a CARv1 file back into a store (docs/snapshot.md, "CAR import").
@@ -413,11 +412,7 @@ func parseCARHeader(h []byte) (objects.CID, error) {
 // parseFrame splits a frame into its CID, parsed strictly, and its block,
 // re-hashed.
 func parseFrame(frame []byte, at int64, maxBlock int) (objects.CID, []byte, error) {
-	k, _, err := cid.CidFromBytes(frame)
-	if err != nil {
-		return objects.CID{}, nil, badCAR(at, "frame CID: %w: %w", objects.ErrBadCID, err)
-	}
-	c, err := objects.CIDFromBytes(frame[:k])
+	c, k, err := objects.ReadCID(frame)
 	if err != nil {
 		return objects.CID{}, nil, badCAR(at, "frame CID: %w", err)
 	}

@@ -261,7 +261,7 @@ func TestReadCARFromGoCar(t *testing.T) {
 	slices.SortFunc(frames, func(a, b carFrame) int { return a.cid.Compare(b.cid) })
 	// CARv1, streamed.
 	var v1 bytes.Buffer
-	w, err := carstorage.NewWritable(&v1, []cid.Cid{head.Cid()}, car.WriteAsCarV1(true))
+	w, err := carstorage.NewWritable(&v1, []cid.Cid{cid.MustParse(head.String())}, car.WriteAsCarV1(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestReadCARFromGoCar(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w2, err := carstorage.NewWritable(f, []cid.Cid{head.Cid()})
+	w2, err := carstorage.NewWritable(f, []cid.Cid{cid.MustParse(head.String())})
 	if err != nil {
 		t.Fatal(err)
 	}
