@@ -132,7 +132,14 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 	// scanOne reads one directory (key is its key prefix, "" at the top) and
 	// returns its subdirectories.
 	scanOne := func(p, key string) ([][2]string, error) {
-		ents, err := os.ReadDir(p)
+		// Read unsorted (the files are sorted once at the end), and each
+		// file stat'd relative to the open directory (lstatIn).
+		dirf, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("export: reading %s: %w", p, err)
+		}
+		defer dirf.Close()
+		ents, err := dirf.ReadDir(-1)
 		if err != nil {
 			return nil, fmt.Errorf("export: reading %s: %w", p, err)
 		}
@@ -181,15 +188,19 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 			if err := objects.ValidateKey(ck); err != nil {
 				return nil, fmt.Errorf("export: %s: %w", cp, err)
 			}
-			info, err := d.Info()
+			st, regular, err := lstatIn(dirf, cp, d.Name())
 			if err != nil {
 				return nil, fmt.Errorf("export: %s: %w", cp, err)
 			}
-			if !info.Mode().IsRegular() { // replaced since the directory was read
-				sk = append(sk, Skipped{ck, "not a regular file (" + info.Mode().Type().String() + ")"})
+			if !regular { // replaced since the directory was read
+				what := "changed since the directory was read"
+				if info, err := os.Lstat(cp); err == nil {
+					what = info.Mode().Type().String()
+				}
+				sk = append(sk, Skipped{ck, "not a regular file (" + what + ")"})
 				continue
 			}
-			fs_ = append(fs_, ScannedFile{Key: ck, Path: cp, Size: info.Size(), stat: fileStatOf(info)})
+			fs_ = append(fs_, ScannedFile{Key: ck, Path: cp, Size: st.size, stat: st})
 		}
 		mu.Lock()
 		files, skipped = append(files, fs_...), append(skipped, sk...)
