@@ -124,7 +124,7 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 	}
 	var (
 		mu      sync.Mutex
-		files   []ScannedFile
+		batches [][]ScannedFile // each directory's files, in key order
 		skipped []Skipped
 	)
 	root := filepath.Clean(dir)
@@ -144,7 +144,7 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 			return nil, fmt.Errorf("export: reading %s: %w", p, err)
 		}
 		var subs [][2]string
-		var fs_ []ScannedFile
+		fs_ := make([]ScannedFile, 0, len(ents))
 		var sk []Skipped
 		for _, d := range ents {
 			cp, ck := p+string(filepath.Separator)+d.Name(), ""
@@ -202,15 +202,35 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 			}
 			fs_ = append(fs_, ScannedFile{Key: ck, Path: cp, Size: st.size, stat: st})
 		}
+		slices.SortFunc(fs_, func(a, b ScannedFile) int { return strings.Compare(a.Key, b.Key) })
 		mu.Lock()
-		files, skipped = append(files, fs_...), append(skipped, sk...)
+		if len(fs_) > 0 {
+			batches = append(batches, fs_)
+		}
+		skipped = append(skipped, sk...)
 		mu.Unlock()
 		return subs, nil
 	}
 	if err := walkParallel(ctx, [2]string{root, ""}, scanOne); err != nil {
 		return nil, nil, err
 	}
-	slices.SortFunc(files, func(a, b ScannedFile) int { return strings.Compare(a.Key, b.Key) })
+	// The directories' sorted lists, in the order of their first keys, are
+	// already the whole order unless a directory's files and a
+	// subdirectory's interleave ("a/b.md" < "a/b/c" < "a/b0.md"): one
+	// sorted concatenation, checked, and sorted whole only then.
+	slices.SortFunc(batches, func(a, b []ScannedFile) int { return strings.Compare(a[0].Key, b[0].Key) })
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+	}
+	files := make([]ScannedFile, 0, n)
+	for _, b := range batches {
+		files = append(files, b...)
+	}
+	byKey := func(a, b ScannedFile) int { return strings.Compare(a.Key, b.Key) }
+	if !slices.IsSortedFunc(files, byKey) {
+		slices.SortFunc(files, byKey)
+	}
 	slices.SortFunc(skipped, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return files, skipped, nil
 }
