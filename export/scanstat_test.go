@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -62,5 +63,37 @@ func TestLstatInNotRegular(t *testing.T) {
 	}
 	if _, _, err := lstatIn(d, filepath.Join(dir, "gone"), "gone"); !os.IsNotExist(err) {
 		t.Fatalf("a missing name: %v, want not-exist", err)
+	}
+}
+
+// Scan's keys are in bytewise order when a directory's files and a
+// subdirectory's interleave ("a/b.md" < "a/b/c" < "a/b0.md"), which the
+// per-directory sorted lists alone do not give.
+func TestScanOrderAcrossDirectories(t *testing.T) {
+	dir := t.TempDir()
+	keys := []string{"a/b.md", "a/b/c", "a/b/c0", "a/b0.md", "a/b0/x", "a.md", "a0", "b", "a/b/c/d/e"}
+	for _, k := range keys {
+		p := filepath.Join(dir, filepath.FromSlash(k))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if k == "a/b/c" { // a file and, below, a directory of the same name cannot both be
+			continue
+		}
+		if err := os.WriteFile(p, []byte(k), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, _, err := Scan(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Key)
+	}
+	want := []string{"a.md", "a/b.md", "a/b/c/d/e", "a/b/c0", "a/b0.md", "a/b0/x", "a0", "b"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("keys %q, want %q", got, want)
 	}
 }
