@@ -59,6 +59,15 @@ func (c *CommitCache) GetBatch(ctx context.Context, cids []objects.CID, fn func(
 	return nil
 }
 
+// ListSizes gives the list node sizes the store records
+// (objects.ListSizeReader); over a store that records none, none.
+func (c *CommitCache) ListSizes(ctx context.Context, cids []objects.CID, fn func(i int, size uint64)) error {
+	if l, ok := c.BlockStore.(objects.ListSizeReader); ok {
+		return l.ListSizes(ctx, cids, fn)
+	}
+	return ctx.Err()
+}
+
 // UseGraph makes log walks through c read commits from the commit graph in
 // gs (graph.go) before the store. Call it before c is shared.
 func (c *CommitCache) UseGraph(gs GraphStore) { c.graph = gs }

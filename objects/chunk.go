@@ -268,3 +268,18 @@ func readFileNode(ctx context.Context, bs BlockStore, v CID) (*ChunkNode, error)
 	}
 	return cn, nil
 }
+
+// ListNodeSize returns the size a chunk list node records, and whether
+// data is one: a block that DecodeChunkNode accepts and that has no sha256
+// (a file node has). Bytes that do not start as a list node does are
+// passed over without decoding.
+func ListNodeSize(data []byte) (uint64, bool) {
+	if len(data) < 7 || data[0] != 0xa2 || string(data[1:6]) != "\x64size" {
+		return 0, false
+	}
+	cn, err := DecodeChunkNode(data)
+	if err != nil || cn.SHA256 != nil {
+		return 0, false
+	}
+	return cn.Size, true
+}

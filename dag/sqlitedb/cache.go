@@ -234,3 +234,57 @@ func (p *Pages) chunk(ctx context.Context, c objects.CID, keep bool) ([]byte, er
 	}
 	return data, nil
 }
+
+// listSize is a chunk list node's size as the store's record of it gives
+// it (objects.ListSizeReader), kept in the shared cache beside decoded
+// nodes: a reader that needs only the size of a node (a run of pages two
+// versions share, passed over whole) takes it from there and never reads
+// the node. Unlike a decoded block it is the store's word, not checked
+// against the CID: it is the size the node recorded when it was written
+// (the store writes the record from the node, and verify checks it), and
+// a node that is read later is checked against it (resolve).
+type listSize uint64
+
+// knownSizes returns the size of each list-node link of links (raw ones
+// are passed over) that is known without reading the node: from a node
+// or a record in the shared cache, then from the store's records, which
+// are kept in the shared cache. sizes[i] is valid where known[i]; nodes[i]
+// is set where the shared cache held the node decoded (and it fits depth).
+func (p *Pages) knownSizes(ctx context.Context, links []objects.CID, depth int) (nodes []*chunkNode, sizes []uint64, known []bool, err error) {
+	nodes, sizes, known = make([]*chunkNode, len(links)), make([]uint64, len(links)), make([]bool, len(links))
+	var ask []objects.CID
+	var at []int
+	for i, c := range links {
+		if c.Codec() == objects.CodecRaw {
+			continue
+		}
+		if p.shared != nil {
+			if v, ok := p.shared.Decoded(c); ok {
+				switch v := v.(type) {
+				case *chunkNode:
+					if v.fits(depth) {
+						nodes[i], sizes[i], known[i] = v, v.size, true
+						continue
+					}
+				case listSize:
+					sizes[i], known[i] = uint64(v), true
+					continue
+				}
+			}
+		}
+		ask = append(ask, c)
+		at = append(at, i)
+	}
+	lr, ok := p.bs.(objects.ListSizeReader)
+	if !ok || len(ask) == 0 {
+		return nodes, sizes, known, ctx.Err()
+	}
+	err = lr.ListSizes(ctx, ask, func(k int, size uint64) {
+		i := at[k]
+		sizes[i], known[i] = size, true
+		if p.shared != nil {
+			p.shared.KeepDecoded(links[i], listSize(size), 48)
+		}
+	})
+	return nodes, sizes, known, err
+}

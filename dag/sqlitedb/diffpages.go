@@ -315,20 +315,44 @@ func ReadAheadDiff(ctx context.Context, a, b *Pages) {
 
 // differingLeaves walks the two chunk trees level by level (see
 // ReadAheadDiff) and returns the raw chunks each links under the nodes the
-// other does not share, in link order, at most aheadPages of each. Every
-// list node linked by a node that is opened is read, shared or not: its
-// size numbers the pages after it, which ChangedPages needs.
+// other does not share, in link order, at most aheadPages of each. A list
+// node linked by a node that is opened is read when the other version does
+// not link it at that depth; when it does, ChangedPages needs only its size
+// (to number the pages after it), which the store's record gives
+// (knownSizes), and the node is read only where there is no record.
 func differingLeaves(ctx context.Context, a, b *Pages) (onlyA, onlyB []objects.CID) {
 	la, lb := a.root.links, b.root.links
 	var rawA, rawB []objects.CID
 	read := 0
 	for depth := 1; depth <= objects.MaxChunkDepth+1 && len(la)+len(lb) > 0; depth++ {
 		inA, inB := cidSet(la), cidSet(lb)
-		var todo []objects.CID
+		// The nodes to open are read; of those both versions link, only
+		// the size is needed (to number the pages after them), and it is
+		// taken from the store's record of it where there is one.
+		var todo, shared []objects.CID
 		at := map[objects.CID]int{}
-		for _, links := range [][]objects.CID{la, lb} {
+		for i, links := range [][]objects.CID{la, lb} {
+			other := [2]map[objects.CID]bool{inB, inA}[i]
 			for _, c := range links {
-				if _, ok := at[c]; !ok && c.Codec() != objects.CodecRaw {
+				if _, ok := at[c]; ok || c.Codec() == objects.CodecRaw {
+					continue
+				}
+				at[c] = -1
+				if other[c] {
+					shared = append(shared, c)
+				} else {
+					at[c] = len(todo)
+					todo = append(todo, c)
+				}
+			}
+		}
+		if len(shared) > 0 {
+			_, _, known, err := a.knownSizes(ctx, shared, depth)
+			if err != nil {
+				return nil, nil
+			}
+			for i, c := range shared {
+				if !known[i] {
 					at[c] = len(todo)
 					todo = append(todo, c)
 				}

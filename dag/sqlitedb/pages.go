@@ -88,10 +88,11 @@ type fetch struct {
 
 // indexNode is a decoded chunk node with the page index each child starts at.
 type indexNode struct {
-	links  []objects.CID
-	starts []int64      // starts[i]: the first page of links[i]; nil until resolved
-	kids   []*indexNode // decoded list-node children, by link index
-	pages  int64        // the pages the node covers
+	cid    objects.CID   // the node's CID (zero for the file node)
+	links  []objects.CID // nil until the node is read (its size known from a record)
+	starts []int64       // starts[i]: the first page of links[i]; nil until resolved
+	kids   []*indexNode  // decoded list-node children, by link index
+	pages  int64         // the pages the node covers
 }
 
 // OpenPages reads the value's header (its first chunk) and checks that it is
@@ -398,35 +399,69 @@ func (p *Pages) locate(ctx context.Context, idx int64) (objects.CID, error) {
 	}
 }
 
-// resolve decodes the list-node children of n and works out where each child
-// starts, checking that the pages add up to what n records.
+// resolve works out where each child of n starts, checking that the
+// pages add up to what n records. A child list node's size is taken from
+// what is known of it without a read where that can be (knownSizes), and
+// the node itself is read only when it is resolved in its turn; a node
+// known so far by its size alone (no links yet) is read first, and its
+// own size must be the one known.
 func (p *Pages) resolve(ctx context.Context, n *indexNode, depth int) error {
 	if n.starts != nil {
 		return nil
 	}
+	if n.links == nil {
+		cn, err := p.chunkNode(ctx, n.cid, depth)
+		if err != nil {
+			return err
+		}
+		if cn.size != uint64(n.pages)*uint64(p.pageSize) {
+			return fmt.Errorf("%w: value %s: chunk list %s covers %d bytes, its parent was told %d pages of %d bytes", ErrCorrupt, p.value, n.cid, cn.size, n.pages, p.pageSize)
+		}
+		n.links = cn.links
+		p.nodes++
+	}
 	starts := make([]int64, len(n.links))
 	kids := make([]*indexNode, len(n.links))
-	nodes, err := p.chunkNodes(ctx, n.links, depth+1)
+	nodes, sizes, known, err := p.knownSizes(ctx, n.links, depth+1)
 	if err != nil {
 		return err
 	}
-	var at int64
+	var read []objects.CID
+	var at []int
 	for i, c := range n.links {
-		starts[i] = at
-		cn := nodes[i]
-		if cn == nil {
-			at++
+		if c.Codec() != objects.CodecRaw && !known[i] {
+			read = append(read, c)
+			at = append(at, i)
+		}
+	}
+	if len(read) > 0 {
+		got, err := p.chunkNodes(ctx, read, depth+1)
+		if err != nil {
+			return err
+		}
+		for k, i := range at {
+			nodes[i], sizes[i] = got[k], got[k].size
+		}
+	}
+	var at0 int64
+	for i, c := range n.links {
+		starts[i] = at0
+		if c.Codec() == objects.CodecRaw {
+			at0++
 			continue
 		}
-		if cn.size%uint64(p.pageSize) != 0 {
-			return fmt.Errorf("%w: value %s: chunk list %s covers %d bytes, not a whole number of %d-byte pages", ErrCorrupt, p.value, c, cn.size, p.pageSize)
+		if sizes[i]%uint64(p.pageSize) != 0 {
+			return fmt.Errorf("%w: value %s: chunk list %s covers %d bytes, not a whole number of %d-byte pages", ErrCorrupt, p.value, c, sizes[i], p.pageSize)
 		}
-		kids[i] = &indexNode{links: cn.links, pages: int64(cn.size) / int64(p.pageSize)}
-		p.nodes++
-		at += kids[i].pages
+		kids[i] = &indexNode{cid: c, pages: int64(sizes[i]) / int64(p.pageSize)}
+		if nodes[i] != nil {
+			kids[i].links = nodes[i].links
+			p.nodes++
+		}
+		at0 += kids[i].pages
 	}
-	if at != n.pages {
-		return fmt.Errorf("%w: value %s: a chunk node's parts hold %d pages, it records %d (the value is not chunked at its page size)", ErrCorrupt, p.value, at, n.pages)
+	if at0 != n.pages {
+		return fmt.Errorf("%w: value %s: a chunk node's parts hold %d pages, it records %d (the value is not chunked at its page size)", ErrCorrupt, p.value, at0, n.pages)
 	}
 	n.starts, n.kids = starts, kids
 	return nil

@@ -43,6 +43,9 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 	var n int64
 	for _, b := range missing {
 		n += int64(len(b.Data) + 64)
+		if _, _, ok := listSizeEntry(b); ok {
+			n += 64
+		}
 	}
 	for _, m := range meta {
 		n += int64(len(m) + 8)
@@ -74,6 +77,11 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 			}
 			if err := set(blockKey(b.CID), b.Data); err != nil {
 				return fmt.Errorf("store: writing block %s: %w", b.CID, err)
+			}
+			if k, rec, ok := listSizeEntry(b); ok {
+				if err := set(k, rec); err != nil {
+					return fmt.Errorf("store: writing the size record of %s: %w", b.CID, err)
+				}
 			}
 		}
 		for i := 0; i < len(meta); i += 2 {

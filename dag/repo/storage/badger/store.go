@@ -595,18 +595,24 @@ func (s *Store) Delete(ctx context.Context, cids ...objects.CID) error {
 	if err := s.checkWrite(int64(len(cids)) * 64); err != nil {
 		return err
 	}
-	keys := make([][]byte, len(cids))
-	for i, c := range cids {
-		keys[i] = blockKey(c)
+	keys := make([][]byte, 0, len(cids))
+	for _, c := range cids {
+		keys = append(keys, blockKey(c))
 	}
+	// A list node's size record goes with it (listsize.go).
+	recs, err := s.listSizeKeys(cids)
+	if err != nil {
+		return err
+	}
+	keys = append(keys, recs...)
 	s.held.drop(keys)
 	if err := s.flushHeld(); err != nil {
 		return err
 	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
-	for _, c := range cids {
-		if err := wb.Delete(blockKey(c)); err != nil {
+	for _, k := range keys {
+		if err := wb.Delete(k); err != nil {
 			return err
 		}
 	}
