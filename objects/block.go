@@ -73,9 +73,10 @@ type BlockDeleter interface {
 // list nodes (docs/format.md §8) from a record the store keeps of each it
 // holds ("List sizes"), so that a reader that needs only a node's size,
 // to number the content after it, need not read and decode the node. fn is
-// called, in order, for each CID that has a good record, with the size
+// called for each CID that has a good record, with the size
 // the node records; a CID it is not called for has none (the caller reads
-// the node). An error of ctx stops the lookups and is returned.
+// the node); the calls come in no particular order. An error of ctx stops
+// the lookups and is returned.
 type ListSizeReader interface {
 	ListSizes(ctx context.Context, cids []CID, fn func(i int, size uint64)) error
 }

@@ -44,6 +44,10 @@ type VerifyReport struct {
 	// TaskRecordProblems counts the problems (among Problems) found in the
 	// task records, which RebuildTaskRecords repairs.
 	TaskRecordProblems int
+	// ListSizeRecords counts the list size records; ListSizeProblems the
+	// problems (among Problems) found in them, which RebuildListSizes
+	// repairs.
+	ListSizeRecords, ListSizeProblems int
 	// Scanned and Hashed are the bytes the one pass over the store read
 	// and re-hashed (zero when the storage cannot be scanned).
 	Scanned, Hashed int64
@@ -135,6 +139,12 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 	}
 	rep.TaskRecordProblems = len(tp)
 	rep.Problems = append(rep.Problems, tp...)
+	lp, nl, err := r.verifyListSizes(ctx, bs)
+	if err != nil {
+		return rep, err
+	}
+	rep.ListSizeRecords, rep.ListSizeProblems = nl, len(lp)
+	rep.Problems = append(rep.Problems, lp...)
 	bad, err := r.BadTags(ctx, "")
 	if err != nil {
 		return rep, err

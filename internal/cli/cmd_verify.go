@@ -10,7 +10,7 @@ import (
 
 func newVerifyCommand(e *env) *cli.Command {
 	return &cli.Command{Name: "verify", Usage: "re-hash every reachable block and check every operation log", ArgsUsage: " ",
-		Flags:  []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "repair", Usage: "first rebuild the caches derived from the objects (the commit graph, the task records), then verify"}},
+		Flags:  []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "repair", Usage: "first rebuild the caches derived from the objects (the commit graph, the task records, the list size records), then verify"}},
 		Action: e.runVerify}
 }
 
@@ -38,6 +38,13 @@ func (e *env) runVerify(c *cli.Context) error {
 			if !c.Bool("json") {
 				fmt.Fprintf(e.stdout, "rebuilt the task records: %d tape lines\n", t)
 			}
+			l, err := r.RebuildListSizes(e.ctx)
+			if err != nil {
+				return fmt.Errorf("rebuilding the list size records: %w", err)
+			}
+			if !c.Bool("json") {
+				fmt.Fprintf(e.stdout, "rebuilt the list size records: %d chunk list nodes\n", l)
+			}
 		}
 		rep, err := r.Verify(e.ctx)
 		if err != nil {
@@ -64,8 +71,8 @@ func (e *env) runVerify(c *cli.Context) error {
 		if len(rep.Problems) > 0 && rep.GraphProblems == len(rep.Problems) && !c.Bool("repair") {
 			return fmt.Errorf("verify found %d problem(s), all in the commit graph, a cache of the commits: agentstate verify --repair rebuilds it", len(rep.Problems))
 		}
-		if len(rep.Problems) > 0 && rep.GraphProblems+rep.TaskRecordProblems == len(rep.Problems) && !c.Bool("repair") {
-			return fmt.Errorf("verify found %d problem(s), all in caches (the commit graph, the task records) derived from the commits and receipts: agentstate verify --repair rebuilds them", len(rep.Problems))
+		if len(rep.Problems) > 0 && rep.GraphProblems+rep.TaskRecordProblems+rep.ListSizeProblems == len(rep.Problems) && !c.Bool("repair") {
+			return fmt.Errorf("verify found %d problem(s), all in caches (the commit graph, the task records, the list size records) derived from the objects and receipts: agentstate verify --repair rebuilds them", len(rep.Problems))
 		}
 		if len(rep.Problems) > 0 {
 			return fmt.Errorf("verify found %d problem(s)", len(rep.Problems))

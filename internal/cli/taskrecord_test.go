@@ -33,11 +33,11 @@ func TestVerifyRepairRebuildsTaskRecords(t *testing.T) {
 	r.Close()
 	code, out, errs := runCLI(t, "--store", dir, "verify")
 	if code == 0 || strings.Count(out, "problem: ") != 1 || !strings.Contains(out, `problem: task records: agent "lumen", line 2: the record says task`) ||
-		!strings.Contains(errs, "all in caches (the commit graph, the task records)") {
+		!strings.Contains(errs, "all in caches (the commit graph, the task records, the list size records)") {
 		t.Fatalf("verify of a wrong task record: exit %d\n%s\n%s", code, out, errs)
 	}
 	code, out, errs = runCLI(t, "--store", dir, "verify", "--repair")
-	if code != 0 || !strings.Contains(out, "rebuilt the task records: 6 tape lines") {
+	if code != 0 || !strings.Contains(out, "rebuilt the task records: 6 tape lines") || !strings.Contains(out, "rebuilt the list size records: ") {
 		t.Fatalf("verify --repair: exit %d\n%s\n%s", code, out, errs)
 	}
 	if code, out, errs := runCLI(t, "--store", dir, "verify"); code != 0 {

@@ -55,6 +55,15 @@ func (r *readRecorder) GetBatch(ctx context.Context, cids []objects.CID, fn func
 	return nil
 }
 
+// ListSizes passes the store's list size records on: they are not blocks,
+// and the diff that reads them does not read the nodes they describe.
+func (r *readRecorder) ListSizes(ctx context.Context, cids []objects.CID, fn func(int, uint64)) error {
+	if l, ok := r.BlockStore.(objects.ListSizeReader); ok {
+		return l.ListSizes(ctx, cids, fn)
+	}
+	return nil
+}
+
 func (r *readRecorder) Decoded(c objects.CID) (any, bool) {
 	if d, ok := r.BlockStore.(interface{ Decoded(objects.CID) (any, bool) }); ok {
 		return d.Decoded(c)

@@ -1,10 +1,12 @@
 package badger
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"slices"
 
 	badger "github.com/dgraph-io/badger/v4"
 
@@ -68,39 +70,71 @@ func listSizeEntry(b objects.Block) (key, rec []byte, ok bool) {
 	return listSizeKey(b.CID), EncodeListSize(b.CID, size), true
 }
 
+// listSizeWalk is how many records a lookup steps over to reach the next
+// one asked for before it seeks instead: stepping reads the table block it
+// is in (about 300 records a block), a seek may read and decompress a
+// block again (Badger's block cache takes a block in only some time after
+// it was read, so lookups in a row miss it).
+const listSizeWalk = 256
+
 // ListSizes calls fn with the size of each of cids that has a good list
-// size record (objects.ListSizeReader), held or written, reading them in
-// one read transaction. A record that does not decode is passed over: the
-// caller reads the node instead.
+// size record (objects.ListSizeReader), held or written. The records are
+// read in key order in one pass of one read transaction, stepping from
+// one to the next where they are near and seeking where they are not, so
+// records that share a table block cost one read of it. A record that
+// does not decode is passed over: the caller reads the node instead.
 func (s *Store) ListSizes(ctx context.Context, cids []objects.CID, fn func(i int, size uint64)) error {
+	type ask struct {
+		key []byte
+		i   int
+	}
+	asks := make([]ask, 0, len(cids))
+	for i, c := range cids {
+		k := listSizeKey(c)
+		if rec, held := s.held.get(k); held {
+			if size, ok := DecodeListSize(c, rec); ok {
+				fn(i, size)
+			}
+			continue
+		}
+		asks = append(asks, ask{k, i})
+	}
+	if len(asks) == 0 {
+		return ctx.Err()
+	}
+	slices.SortFunc(asks, func(a, b ask) int { return bytes.Compare(a.key, b.key) })
 	return s.db.View(func(txn *badger.Txn) error {
-		for i, c := range cids {
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		o.Prefix = metaKey(ListSizePrefix)
+		it := txn.NewIterator(o)
+		defer it.Close()
+		placed := false
+		for _, a := range asks {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			k := listSizeKey(c)
-			rec, held := s.held.get(k)
-			if !held {
-				it, err := txn.Get(k)
-				if errors.Is(err, badger.ErrKeyNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				if err := it.Value(func(v []byte) error {
-					rec = v
-					if size, ok := DecodeListSize(c, rec); ok {
-						fn(i, size)
-					}
-					return nil
-				}); err != nil {
-					return err
-				}
+			for n := 0; placed && it.Valid() && n < listSizeWalk && bytes.Compare(it.Item().Key(), a.key) < 0; n++ {
+				it.Next()
+			}
+			if !placed || (it.Valid() && bytes.Compare(it.Item().Key(), a.key) < 0) {
+				it.Seek(a.key)
+				placed = true
+			}
+			if !it.Valid() {
+				return nil // no record at or after this key
+			}
+			if !bytes.Equal(it.Item().Key(), a.key) {
 				continue
 			}
-			if size, ok := DecodeListSize(c, rec); ok {
-				fn(i, size)
+			c := cids[a.i]
+			if err := it.Item().Value(func(v []byte) error {
+				if size, ok := DecodeListSize(c, v); ok {
+					fn(a.i, size)
+				}
+				return nil
+			}); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -133,4 +167,43 @@ func (s *Store) listSizeKeys(cids []objects.CID) ([][]byte, error) {
 		return nil
 	})
 	return keys, err
+}
+
+// RebuildListSizes drops every list size record and writes one for each
+// chunk list node stored (verify --repair), reading the store's dag-cbor
+// blocks in one scan. It returns how many it wrote.
+func (s *Store) RebuildListSizes(ctx context.Context) (int, error) {
+	if err := s.DeleteMetaPrefix(ctx, ListSizePrefix); err != nil {
+		return 0, err
+	}
+	var meta [][]byte
+	n := 0
+	flush := func() error {
+		if len(meta) == 0 {
+			return nil
+		}
+		err := s.PutWithMeta(ctx, nil, meta...)
+		meta = meta[:0]
+		return err
+	}
+	err := s.ScanBlocks(ctx, func(c objects.CID) bool { return c.Codec() == objects.CodecDagCBOR },
+		func(c objects.CID, _ int64, data []byte) error {
+			if objects.Verify(c, data) != nil {
+				return nil // a damaged block gets no record; verify reports it
+			}
+			size, ok := objects.ListNodeSize(data)
+			if !ok {
+				return nil
+			}
+			meta = append(meta, []byte(ListSizePrefix+string(c.Bytes())), EncodeListSize(c, size))
+			n++
+			if len(meta) >= 2*4096 {
+				return flush()
+			}
+			return nil
+		})
+	if err != nil {
+		return 0, err
+	}
+	return n, flush()
 }
