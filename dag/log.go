@@ -31,6 +31,12 @@ type LogOptions struct {
 	// Gone names parent links any forget cut: such a parent, when missing,
 	// ends its line (listed in Cut) instead of failing the log.
 	Gone func(child, parent objects.CID) bool
+	// Many says the caller takes many commits (a log with no limit, or a
+	// limit above a few): the commit graph is then read in passes from the
+	// walk's first record, as a long walk reads it after its first few,
+	// instead of looking those few up one by one (each lookup decompresses
+	// a block the pass reads anyway).
+	Many bool
 }
 
 // logQueue is a max-heap of log entries: newest first, then highest CID.
@@ -100,6 +106,9 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 	return func(yield func(LogEntry, error) bool) {
 		rd := newCommitReader(bs)
 		defer rd.close()
+		if o.Many && rd.graph != nil {
+			rd.graph.reads = scanAfter // the next record read starts a pass
+		}
 		cm, bundle, err := rd.read(ctx, start)
 		if err != nil {
 			yield(LogEntry{}, err)

@@ -55,6 +55,10 @@ func (v *View) checkLog(o *LogOptions) error {
 	return nil
 }
 
+// fewCommits is the largest limit of a log that looks its commits up one
+// by one (see dag.LogOptions.Many).
+const fewCommits = 16
+
 // logWalk walks the log as Log does, giving each commit kept to fn.
 func (v *View) logWalk(ctx context.Context, agent string, o LogOptions, fn func(Commit, *History) error) (History, error) {
 	head, err := v.checkAgent(ctx, agent)
@@ -77,6 +81,9 @@ func (v *View) logWalk(ctx context.Context, agent string, o LogOptions, fn func(
 	if err != nil {
 		return History{}, err
 	}
+	// A log with no limit, or more than a few, reads the whole graph it
+	// walks in passes from its first commit.
+	lo.Many = o.Limit <= 0 || o.Limit > fewCommits
 	n := 0
 	for le, err := range dag.LogWith(ctx, v.R.Blocks, start, lo) {
 		if err != nil {
