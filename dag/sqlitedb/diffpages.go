@@ -122,15 +122,26 @@ func ChangedPages(ctx context.Context, a, b *Pages) ([]int64, error) {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				run, err := sameRun(ctx, a, b, idx)
+				run, sa, sb, err := sameRun(ctx, a, b, idx)
 				if err != nil {
 					return nil, err
 				}
-				if run == 0 {
-					out = append(out, idx+1)
-					run = 1
+				if run > 0 {
+					idx += run
+					continue
 				}
-				idx += run
+				// Two pages that differ: the pages after them that both
+				// their list nodes link are compared link by link, with
+				// no walk from the root for each.
+				out = append(out, idx+1)
+				idx++
+				for ia, ib := sa.i+1, sb.i+1; idx < common && ia < len(sa.n.links) && ib < len(sb.n.links) &&
+					sa.n.kids[ia] == nil && sb.n.kids[ib] == nil; ia, ib = ia+1, ib+1 {
+					if sa.n.links[ia] != sb.n.links[ib] {
+						out = append(out, idx+1)
+					}
+					idx++
+				}
 			}
 		}
 	}
@@ -143,34 +154,33 @@ func ChangedPages(ctx context.Context, a, b *Pages) ([]int64, error) {
 // sameRun is how many pages from idx (0-based) two versions share under
 // one link: the outermost links starting at idx are compared, and where
 // they differ the larger is opened, down to idx's own pages; 0 when those
-// differ.
-func sameRun(ctx context.Context, a, b *Pages, idx int64) (int64, error) {
-	sa, err := a.topSpan(ctx, idx)
-	if err != nil {
-		return 0, err
+// differ, with the two pages' spans (raw links, in the list nodes that
+// hold them).
+func sameRun(ctx context.Context, a, b *Pages, idx int64) (run int64, sa, sb span, err error) {
+	if sa, err = a.topSpan(ctx, idx); err != nil {
+		return 0, sa, sb, err
 	}
-	sb, err := b.topSpan(ctx, idx)
-	if err != nil {
-		return 0, err
+	if sb, err = b.topSpan(ctx, idx); err != nil {
+		return 0, sa, sb, err
 	}
 	for {
 		if sa.cid == sb.cid && sa.pages == sb.pages {
-			return sa.pages, nil
+			return sa.pages, sa, sb, nil
 		}
 		ra, rb := sa.raw(), sb.raw()
 		if ra && rb {
-			return 0, nil
+			return 0, sa, sb, nil
 		}
 		openA := !ra && (rb || sa.pages >= sb.pages)
 		openB := !rb && (ra || sb.pages >= sa.pages)
 		if openA {
 			if sa, err = a.firstChild(ctx, sa); err != nil {
-				return 0, err
+				return 0, sa, sb, err
 			}
 		}
 		if openB {
 			if sb, err = b.firstChild(ctx, sb); err != nil {
-				return 0, err
+				return 0, sa, sb, err
 			}
 		}
 	}
