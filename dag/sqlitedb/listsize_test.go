@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"math/rand/v2"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -245,7 +245,7 @@ func TestChangedPagesRandomEdits(t *testing.T) {
 		}
 		switch round % 3 {
 		case 1:
-			b = append(b, shaped(1+rng.IntN(200))[4096:]...)
+			b = append(b, shaped(1 + rng.IntN(200))[4096:]...)
 		case 2:
 			b = b[:len(b)-4096*(1+rng.IntN(200))]
 		}
