@@ -224,8 +224,9 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 		n += len(b)
 	}
 	files := make([]ScannedFile, 0, n)
-	for _, b := range batches {
+	for i, b := range batches {
 		files = append(files, b...)
+		batches[i] = nil // a million files' lists are not held twice
 	}
 	byKey := func(a, b ScannedFile) int { return strings.Compare(a.Key, b.Key) }
 	if !slices.IsSortedFunc(files, byKey) {
