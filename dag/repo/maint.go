@@ -159,6 +159,10 @@ func (r *Repo) Verify(ctx context.Context) (VerifyReport, error) {
 type GCReport struct {
 	Kept, Deleted int
 	BytesFreed    int64
+	// Packed counts the blocks gc stored in packs anew, PackBytes those
+	// packs' bytes (docs/format.md, "Packs").
+	Packed    int   `json:",omitempty"`
+	PackBytes int64 `json:",omitempty"`
 }
 
 // Collector is an optional ability of a Storage that collects its own
@@ -184,7 +188,15 @@ func (r *Repo) GC(ctx context.Context, dryRun bool) (GCReport, error) {
 		return GCReport{}, err
 	}
 	defer release()
-	return r.collect(ctx, dryRun, nil)
+	rep, err := r.collect(ctx, dryRun, nil)
+	if err != nil || dryRun {
+		return rep, err
+	}
+	// Then what is kept is packed: a chunked value's versions together,
+	// compressed as one (pack.go).
+	pr, err := r.repack(ctx)
+	rep.Packed, rep.PackBytes = pr.Blocks, pr.Bytes
+	return rep, err
 }
 
 // ErrDamaged: blocks that the store's references reach are missing or

@@ -130,6 +130,7 @@ type Store struct {
 	writes  atomic.Int64 // Badger writes (transactions, batches) made by update and the batches
 
 	taskRec atomic.Pointer[TaskRecorder] // writes the task record of each tape line (taskrecstore.go)
+	packs   packCache                    // decompressed packs (pack.go)
 }
 
 // shedEvery is how many block bytes a store moves through Badger's mapped
@@ -483,11 +484,15 @@ func (s *Store) Get(ctx context.Context, c objects.CID) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		data, err = it.ValueCopy(nil)
+		data, err = s.blockValue(txn, c, it)
 		return err
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, &objects.NotFoundError{CID: c}
+	}
+	var pe *PackError
+	if errors.As(err, &pe) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: reading block %s: %w", c, err)
@@ -515,11 +520,13 @@ func (s *Store) GetBatch(ctx context.Context, cids []objects.CID, fn func(i int,
 			var data []byte
 			it, err := txn.Get(blockKey(c))
 			if err == nil {
-				data, err = it.ValueCopy(nil)
+				data, err = s.blockValue(txn, c, it)
 			}
+			var pe *PackError
 			switch {
 			case errors.Is(err, badger.ErrKeyNotFound):
 				err = &objects.NotFoundError{CID: c}
+			case errors.As(err, &pe):
 			case err != nil:
 				err = fmt.Errorf("store: reading block %s: %w", c, err)
 			default:
@@ -609,6 +616,12 @@ func (s *Store) Delete(ctx context.Context, cids ...objects.CID) error {
 	if err := s.flushHeld(); err != nil {
 		return err
 	}
+	// A pack holding a deleted block goes too, its other blocks stored
+	// whole first (pack.go): no pack keeps a deleted block's bytes.
+	packs, err := s.unpackFor(ctx, cids)
+	if err != nil {
+		return err
+	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	for _, k := range keys {
@@ -616,7 +629,15 @@ func (s *Store) Delete(ctx context.Context, cids ...objects.CID) error {
 			return err
 		}
 	}
-	return wb.Flush()
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	for _, id := range packs {
+		if err := s.dropPackIfUnused(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AllCIDs yields every stored block's CID.
@@ -657,7 +678,9 @@ func (s *Store) AllCIDs(ctx context.Context) iter.Seq2[objects.CID, error] {
 // in key order and the ranges interleaved. A value in the value log is read
 // from its file for its size as well; one that cannot be read is left out of
 // the scan, so that a caller that reaches it reads it by its own Get, which
-// reports the damage.
+// reports the damage. A block stored in a pack (pack.go) comes after its
+// worker's ranges, its pack decompressed once for all of them; one whose
+// pack cannot be read is left out the same way.
 func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn func(c objects.CID, size int64, data []byte) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -684,6 +707,11 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 			defer txn.Discard()
 			var batch []scannedBlock
 			var batchBytes int
+			type packedRef struct {
+				c         objects.CID
+				off, size int
+			}
+			var pending map[string][]packedRef
 			send := func() bool {
 				if len(batch) == 0 {
 					return true
@@ -718,6 +746,28 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 					keep := want == nil || want(c)
 					var size int64
 					var data []byte
+					if item.UserMeta()&metaPacked != 0 {
+						// Packed (pack.go): its bytes are taken from its
+						// pack once this worker's ranges are read, each
+						// pack decompressed once.
+						v, err := item.ValueCopy(nil)
+						if err != nil {
+							continue
+						}
+						id, off, n, ok := decodePointer(v)
+						if !ok {
+							continue // its Get says why
+						}
+						if !keep {
+							batch = append(batch, scannedBlock{c, int64(n), nil})
+							continue
+						}
+						if pending == nil {
+							pending = map[string][]packedRef{}
+						}
+						pending[string(id)] = append(pending[string(id)], packedRef{c, off, n})
+						continue
+					}
 					if err := item.Value(func(v []byte) error {
 						size = int64(len(v))
 						if keep {
@@ -742,6 +792,26 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 				}
 				it.Close()
 				s.noteMoved(moved)
+			}
+			for id, refs := range pending {
+				plain, err := s.packPlain(txn, []byte(id))
+				if err != nil {
+					continue // left out: their Gets say why
+				}
+				for _, r := range refs {
+					if r.off+r.size > len(plain) {
+						continue
+					}
+					data := bytes.Clone(plain[r.off : r.off+r.size])
+					batch = append(batch, scannedBlock{r.c, int64(r.size), data})
+					if batchBytes += len(data) + 64; len(batch) == 256 || batchBytes >= 1<<20 {
+						if !send() {
+							errs[w] = ctx.Err()
+							return
+						}
+					}
+				}
+				s.noteMoved(len(plain))
 			}
 			if !send() {
 				errs[w] = ctx.Err()
