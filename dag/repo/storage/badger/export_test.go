@@ -1,7 +1,5 @@
 package badger
 
-import "github.com/dgraph-io/badger/v4"
-
 // CompactL0At is compactL0At, for the tests.
 const CompactL0At = compactL0At
 
@@ -42,8 +40,3 @@ const MaxHeld = maxHeld
 // started.
 func TapeScans() int64 { return tapeScans.Load() }
 
-// DropPackForTest deletes pack id's record, as damage would.
-func (s *Store) DropPackForTest(id []byte) error {
-	s.packs.drop(id)
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(packKey(id)) })
-}

@@ -622,3 +622,9 @@ func (s *Store) writeWhole(ctx context.Context, blocks []objects.Block) error {
 	s.writes.Add(1)
 	return wb.Flush()
 }
+
+// DropPackForTest deletes pack id's record, as damage would.
+func (s *Store) DropPackForTest(id []byte) error {
+	s.packs.drop(id)
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(packKey(id)) })
+}
