@@ -39,4 +39,3 @@ const MaxHeld = maxHeld
 // TapeScans counts the seeks of a tape's end in Badger since the process
 // started.
 func TapeScans() int64 { return tapeScans.Load() }
-
