@@ -1,6 +1,7 @@
 package repo_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo"
+	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/objects"
 )
 
@@ -36,6 +38,10 @@ func crashChild(dir string) {
 		os.Exit(1)
 	}
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), 1))
+	var db []byte
+	if os.Getenv("AGENTSTATE_CRASH_PACK") != "" {
+		db = sqliteVersions(1, uint64(os.Getpid()))[0]
+	}
 	for i := 0; ; i++ {
 		head, hc, err := r.HeadCommit(ctx, "crash")
 		if err != nil {
@@ -71,6 +77,18 @@ func crashChild(dir string) {
 		if err := r.Blocks.Put(ctx, blocks...); err != nil {
 			panic(err)
 		}
+		// With packs: a new version of a chunked SQLite-like file each
+		// commit, and gc (which packs its versions) every other one.
+		if db != nil {
+			db = nextSQLiteVersion(db, rng)
+			v, _, err := objects.WriteValue(ctx, r.Blocks, bytes.NewReader(db))
+			if err != nil {
+				panic(err)
+			}
+			if _, err := tr.Put(ctx, "memory.db", v); err != nil {
+				panic(err)
+			}
+		}
 		root, err := tr.Commit(ctx)
 		if err != nil {
 			panic(err)
@@ -82,6 +100,11 @@ func crashChild(dir string) {
 		// write anew): the kill lands in the graph's writer most of the time.
 		if os.Getenv("AGENTSTATE_CRASH_GRAPH") != "" {
 			if _, err := r.RebuildGraph(ctx); err != nil {
+				panic(err)
+			}
+		}
+		if db != nil && i%2 == 1 {
+			if _, err := r.GC(ctx, false); err != nil {
 				panic(err)
 			}
 		}
@@ -114,6 +137,14 @@ func TestCrashSafetyForget(t *testing.T) {
 // of the commit objects.
 func TestCrashSafetyGraph(t *testing.T) {
 	crashRounds(t, []string{"AGENTSTATE_CRASH_GRAPH=1"}, 12)
+}
+
+// TestCrashSafetyPack is TestCrashSafety with a chunked SQLite-like file
+// changed in every commit and gc, which packs its versions, run after every
+// other commit: most kills land in gc's packing (or the unpacking of the
+// blocks it deletes), and the store opens and verifies clean.
+func TestCrashSafetyPack(t *testing.T) {
+	crashRounds(t, []string{"AGENTSTATE_CRASH_PACK=1"}, 12)
 }
 
 func crashRounds(t *testing.T, env []string, rounds int) {
@@ -221,6 +252,16 @@ func crashRounds(t *testing.T, env []string, rounds int) {
 		defer r.Close()
 		if _, ok, err := r.CheckpointOf(ctx, "crash"); err != nil || !ok {
 			t.Fatalf("the child never finished a forget (%v); the test proved nothing", err)
+		}
+	}
+	if slices.Contains(env, "AGENTSTATE_CRASH_PACK=1") {
+		r, err := repo.Open(dir, repo.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if packs, err := r.Storage.(*badger.Store).PackMembers(ctx); err != nil || len(packs) == 0 {
+			t.Fatalf("the child never packed (%v); the test proved nothing", err)
 		}
 	}
 	t.Logf("%d commits survived %d SIGKILLs", lastSeq, kills)

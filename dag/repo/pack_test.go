@@ -28,16 +28,24 @@ func sqliteVersions(n int, seed uint64) [][]byte {
 	binary.BigEndian.PutUint16(db[16:18], ps)
 	out := [][]byte{db}
 	for range n - 1 {
-		db = bytes.Clone(db)
-		for range pages / 100 {
-			p := 1 + rng.IntN(pages-1)
-			for range 16 {
-				db[p*ps+rng.IntN(ps)] = byte('a' + rng.IntN(26))
-			}
-		}
+		db = nextSQLiteVersion(db, rng)
 		out = append(out, db)
 	}
 	return out
+}
+
+// nextSQLiteVersion changes a few bytes of about 1% of db's pages.
+func nextSQLiteVersion(db []byte, rng *rand.Rand) []byte {
+	const ps = 4096
+	pages := len(db) / ps
+	db = bytes.Clone(db)
+	for range pages / 100 {
+		p := 1 + rng.IntN(pages-1)
+		for range 16 {
+			db[p*ps+rng.IntN(ps)] = byte('a' + rng.IntN(26))
+		}
+	}
+	return db
 }
 
 // packedStore commits versions of memory.db and runs gc, which packs them.
