@@ -27,6 +27,9 @@ func (e *env) runGC(c *cli.Context) error {
 			verb = "would free"
 		}
 		fmt.Fprintf(e.stdout, "%s %d unreachable blocks (%d bytes); kept %d\n", verb, rep.Deleted, rep.BytesFreed, rep.Kept)
+		if rep.Packed > 0 {
+			fmt.Fprintf(e.stdout, "packed %d blocks of chunked values (%d bytes stored)\n", rep.Packed, rep.PackBytes)
+		}
 		return nil
 	})
 }

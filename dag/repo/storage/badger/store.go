@@ -16,6 +16,7 @@
 //	'o' + agent + 0x00 + seq   operation-log entry (refs.Entry as JSON), seq big-endian uint64
 //	'r' + agent + 0x00 + seq   receipt-tape line, seq big-endian uint64
 //	'm' + name                 metadata (format version, bundle-hash cache, snapshot records, operator keys)
+//	'p' + id                   pack record: blocks gc stores together (pack.go)
 package badger
 
 import (
