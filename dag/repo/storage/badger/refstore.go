@@ -195,11 +195,39 @@ func (s *Store) SwapHead(ctx context.Context, agent string, old []byte, seq uint
 	return err
 }
 
-// HeadRecords implements refs.Store.
+// HeadRecords implements refs.Store. Each agent's HEAD record is rewritten
+// at every move, and Badger keeps the older versions until a merge of
+// level 0 drops them (a runtime's thousand tasks leave a thousand); an
+// iterator steps over every one of them to reach the next key, reading and
+// decompressing the blocks that hold them. The listing reads the newest
+// version of each key and seeks past the rest instead
+// (TestHeadRecordsSkipOlderVersions).
 func (s *Store) HeadRecords(ctx context.Context) iter.Seq2[refs.Record, error] {
-	return s.records(ctx, []byte{nsHead}, func(k []byte) refs.Record {
-		return refs.Record{Agent: string(k[1:])}
-	})
+	return func(yield func(refs.Record, error) bool) {
+		txn := s.db.NewTransaction(false)
+		defer txn.Discard()
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		o.AllVersions = true // the newest first; the others are sought past
+		o.Prefix = []byte{nsHead}
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); {
+			if err := ctx.Err(); err != nil {
+				yield(refs.Record{}, err)
+				return
+			}
+			item := it.Item()
+			key := item.KeyCopy(nil)
+			if !item.IsDeletedOrExpired() {
+				v, err := item.ValueCopy(nil)
+				if !yield(refs.Record{Agent: string(key[1:]), Data: v}, err) || err != nil {
+					return
+				}
+			}
+			it.Seek(append(key, 0)) // the first key after this one
+		}
+	}
 }
 
 // LogRecords implements refs.Store.
