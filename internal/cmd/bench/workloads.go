@@ -156,6 +156,11 @@ func w2Change(ctx context.Context, cfg *config, m *machineFigures) ([]row, error
 		if err != nil {
 			return nil, err
 		}
+		// Flushed before git too (untimed), as before the commit: neither
+		// tool's syncs write out the other's files.
+		if _, _, err := r.run(ctx, cfg.work, nil, "sync"); err != nil {
+			return nil, err
+		}
 		g, err := r.seq(ctx, t.gitBrain, nil, []string{"git", "add", "-A"}, []string{"git", "commit", "-q", "-m", "change " + p})
 		if err != nil {
 			return nil, err
