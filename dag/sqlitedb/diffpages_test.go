@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/sqlitedb"
@@ -365,4 +366,80 @@ func openVersions(t *testing.T, bs objects.BlockStore, va, vb objects.CID) (pa, 
 		return p
 	}
 	return open(va), open(vb)
+}
+
+// passGate is gateStore letting the Gets of some chunks through.
+type passGate struct {
+	*gateStore
+	pass map[objects.CID]bool
+}
+
+func (s *passGate) Get(ctx context.Context, c objects.CID) ([]byte, error) {
+	if s.pass[c] {
+		return s.BlockStore.Get(ctx, c)
+	}
+	return s.gateStore.Get(ctx, c)
+}
+
+// A read of a page whose fetch is queued and not taken by a worker reads
+// it there and then: it does not wait behind the fetches queued before it
+// (here the workers are held, so waiting would never end), and the fetch
+// is not read a second time.
+func TestReadTakesItsQueuedFetch(t *testing.T) {
+	ctx := context.Background()
+	content, _ := os.ReadFile(memoryDB(t, 12000))
+	ms := memstore.New()
+	v, blocks := objects.NewFileValue(content)
+	if err := ms.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	gate := &passGate{&gateStore{BlockStore: ms, entered: make(chan struct{}, 1024), open: make(chan struct{})}, map[objects.CID]bool{}}
+	p, err := sqlitedb.OpenPages(ctx, gate, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	defer func() {
+		gate.closed.Store(false)
+		close(gate.open)
+	}()
+	for n := int64(1); n <= p.PageCount(); n++ {
+		if _, err := p.PageCID(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := p.PageCID(ctx, 150)
+	gate.pass[want] = true
+	gate.closed.Store(true)
+	var ahead []int64
+	for n := int64(2); n < 200; n++ {
+		ahead = append(ahead, n)
+	}
+	p.Prefetch(ctx, ahead)
+	for range min(runtime.GOMAXPROCS(0), 198) {
+		<-gate.entered
+	}
+	if !slices.Contains(sqlitedb.Queued(p), want) {
+		t.Fatal("page 150 is not queued: the test shows nothing")
+	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := p.Page(ctx, 150)
+		done <- result{bytes.Clone(data), err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil || !bytes.Equal(r.data, content[149*4096:150*4096]) {
+			t.Fatalf("page 150: %v", r.err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the read of a queued page waited behind the fetches before it")
+	}
+	if slices.Contains(sqlitedb.Queued(p), want) {
+		t.Fatal("the page read is still queued")
+	}
 }

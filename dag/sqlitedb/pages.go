@@ -260,12 +260,28 @@ func (p *Pages) pageLocked(ctx context.Context, idx int64) ([]byte, error) {
 		return data, nil
 	}
 	if f, ok := p.pending[c]; ok {
-		p.mu.Unlock()
-		select {
-		case <-f.done:
-		case <-ctx.Done():
+		if i := slices.Index(p.queue, f); i >= 0 {
+			// No worker has taken it: it is read here, now, rather than
+			// after the fetches queued before it (a diff queues hundreds of
+			// changed pages, and then reads b-tree pages it needs first).
+			p.queue = slices.Delete(p.queue, i, i+1)
+			p.mu.Unlock()
+			data, err := p.chunk(ctx, c, f.keep)
+			p.mu.Lock()
+			f.data, f.err = data, err
+			delete(p.pending, c)
+			close(f.done)
+			if err == nil && len(data) == int(ps) {
+				p.remember(c, data)
+			}
+		} else {
+			p.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+			}
+			p.mu.Lock()
 		}
-		p.mu.Lock()
 		if data, ok := p.cache[c]; ok {
 			return data, nil
 		}
