@@ -19,8 +19,9 @@ import (
 // and the engine's start, again"): the format record, the agent's HEAD, the
 // HEAD commit's block, the agent's checkpoint, the HEAD commit's graph
 // index entry, then the commit graph's records, newest first, one per
-// commit (the first few of them the log reads by point lookups, the rest in
-// one scan; the floor reads them all in one scan, which costs less). Left
+// commit, in one scan from the first (the history's store holds this
+// agent's commits only, so these are the records the log reads, in the
+// log's order). Left
 // out, so that the floor stays below the log: the HEAD records' scan the
 // log makes for its decorations. The namespaces are
 // dag/repo/storage/badger's: 'm' metadata, 'h' HEAD, 'b' blocks.
