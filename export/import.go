@@ -94,12 +94,13 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 
 	next := &statCache{entries: make([]statEntry, len(files)), start: start.UnixNano()}
 	var toRead []int
+	at := 0 // files and the cache's entries are both in key order
 	for i, f := range files {
-		next.entries[i] = statEntry{key: f.Key, stat: f.stat}
-		if v, ok := old.trusted(f.Key, f.stat, window); ok {
-			next.entries[i].value = v // already in the cached tree
+		if e, ok := old.lookupFrom(f.Key, &at); ok && old.trustedEntry(e, f.stat, window) {
+			next.entries[i] = e // already in the cached tree; kept as its bytes
 			continue
 		}
+		next.entries[i] = statEntry{key: f.Key, stat: f.stat}
 		toRead = append(toRead, i)
 	}
 	if old != nil {

@@ -127,10 +127,15 @@ func (c *statCache) trusted(key string, st fileStat, window time.Duration) (obje
 		return objects.CID{}, false
 	}
 	e, ok := c.lookup(key)
-	if !ok || e.stat != st || e.stat.mtime >= c.start-window.Nanoseconds() {
+	if !ok || !c.trustedEntry(e, st, window) {
 		return objects.CID{}, false
 	}
 	return e.value, true
+}
+
+// trustedEntry is trusted for an entry already looked up.
+func (c *statCache) trustedEntry(e statEntry, st fileStat, window time.Duration) bool {
+	return e.stat == st && e.stat.mtime < c.start-window.Nanoseconds()
 }
 
 // saveStatCache writes the record; failing to costs speed only.
@@ -148,6 +153,10 @@ type statEntry struct {
 	key   string
 	stat  fileStat
 	value objects.CID
+	// raw is the entry's encoding in the record it was read from (empty
+	// for an entry made since): an entry carried over unchanged is written
+	// back as these bytes, not encoded again.
+	raw string
 }
 
 // statCache is one directory's cache: the tree its entries make, when the
@@ -161,6 +170,24 @@ type statCache struct {
 const statCacheVersion = 1
 
 var errBadStatCache = errors.New("export: malformed stat cache")
+
+// lookupFrom is lookup for keys asked in increasing order: *at is where
+// the previous one was looked for (0 at first), and the search moves on
+// from there, so a sorted list of keys costs one pass over the entries.
+func (c *statCache) lookupFrom(key string, at *int) (statEntry, bool) {
+	if c == nil {
+		return statEntry{}, false
+	}
+	i := *at
+	for i < len(c.entries) && c.entries[i].key < key {
+		i++
+	}
+	*at = i
+	if i < len(c.entries) && c.entries[i].key == key {
+		return c.entries[i], true
+	}
+	return statEntry{}, false
+}
 
 func (c *statCache) lookup(key string) (statEntry, bool) {
 	if c == nil {
@@ -183,70 +210,93 @@ func (c *statCache) lookup(key string) (statEntry, bool) {
 
 // encode: version, start, tree CID, count, then per entry key, five stat
 // numbers and the value CID, all length-prefixed or varint; a sha256 of
-// everything before it ends the record.
+// everything before it ends the record. An entry read from a record and
+// unchanged since is copied as its bytes (statEntry.raw).
 func (c *statCache) encode() []byte {
-	b := make([]byte, 0, 64+len(c.entries)*96)
+	n := 64
+	for _, e := range c.entries {
+		if e.raw != "" {
+			n += len(e.raw)
+		} else {
+			n += 96 + len(e.key)
+		}
+	}
+	b := make([]byte, 0, n+sha256.Size)
 	b = binary.AppendUvarint(b, statCacheVersion)
 	b = binary.AppendVarint(b, c.start)
-	b = appendLen(b, c.tree.Bytes())
+	b = appendLen(b, c.tree.KeyString())
 	b = binary.AppendUvarint(b, uint64(len(c.entries)))
 	for _, e := range c.entries {
-		b = appendLen(b, []byte(e.key))
-		b = binary.AppendVarint(b, e.stat.size)
-		b = binary.AppendVarint(b, e.stat.mtime)
-		b = binary.AppendVarint(b, e.stat.ctime)
-		b = binary.AppendUvarint(b, e.stat.ino)
-		b = binary.AppendUvarint(b, e.stat.dev)
-		b = appendLen(b, e.value.Bytes())
+		if e.raw != "" {
+			b = append(b, e.raw...)
+			continue
+		}
+		b = appendEntry(b, e)
 	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
 }
 
-func appendLen(b, p []byte) []byte { return append(binary.AppendUvarint(b, uint64(len(p))), p...) }
+func appendEntry(b []byte, e statEntry) []byte {
+	b = appendLen(b, e.key)
+	b = binary.AppendVarint(b, e.stat.size)
+	b = binary.AppendVarint(b, e.stat.mtime)
+	b = binary.AppendVarint(b, e.stat.ctime)
+	b = binary.AppendUvarint(b, e.stat.ino)
+	b = binary.AppendUvarint(b, e.stat.dev)
+	return appendLen(b, e.value.KeyString())
+}
 
+func appendLen(b []byte, p string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(p))), p...)
+}
+
+// cacheReader reads a record's body: b, and the same bytes as s, so that
+// keys and CIDs are substrings of one string, not an allocation each.
 type cacheReader struct {
 	b   []byte
+	s   string
+	off int
 	err error
 }
 
 func (r *cacheReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
+	v, n := binary.Uvarint(r.b[r.off:])
 	if n <= 0 {
 		r.err = errBadStatCache
 		return 0
 	}
-	r.b = r.b[n:]
+	r.off += n
 	return v
 }
 
 func (r *cacheReader) varint() int64 {
-	v, n := binary.Varint(r.b)
+	v, n := binary.Varint(r.b[r.off:])
 	if n <= 0 {
 		r.err = errBadStatCache
 		return 0
 	}
-	r.b = r.b[n:]
+	r.off += n
 	return v
 }
 
-func (r *cacheReader) bytes() []byte {
+func (r *cacheReader) str() string {
 	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
+	if r.err != nil || n > uint64(len(r.b)-r.off) {
 		r.err = errBadStatCache
-		return nil
+		return ""
 	}
-	p := r.b[:n]
-	r.b = r.b[n:]
+	p := r.s[r.off : r.off+int(n)]
+	r.off += int(n)
 	return p
 }
 
 func (r *cacheReader) cid() objects.CID {
-	p := r.bytes()
+	p := r.str()
 	if r.err != nil || len(p) == 0 {
 		return objects.CID{}
 	}
-	c, err := objects.CIDFromBytes(p)
+	c, err := objects.CIDFromKeyString(p)
 	if err != nil {
 		r.err = errBadStatCache
 	}
@@ -285,7 +335,8 @@ func StatCacheValues(data []byte) ([]objects.CID, bool) {
 }
 
 // statCacheBody checks a record's checksum and version and returns a
-// reader at what follows the version.
+// reader at what follows the version. The reader's strings are one copy of
+// the body, so they do not alias data.
 func statCacheBody(data []byte) (*cacheReader, error) {
 	if len(data) < sha256.Size {
 		return nil, errBadStatCache
@@ -294,7 +345,7 @@ func statCacheBody(data []byte) (*cacheReader, error) {
 	if s := sha256.Sum256(body); string(s[:]) != string(sum) {
 		return nil, errBadStatCache
 	}
-	r := &cacheReader{b: body}
+	r := &cacheReader{b: body, s: string(body)}
 	if r.uvarint() != statCacheVersion || r.err != nil {
 		return nil, errBadStatCache
 	}
@@ -308,13 +359,14 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	}
 	c := &statCache{start: r.varint(), tree: r.cid()}
 	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
+	if r.err != nil || n > uint64(len(r.b)-r.off) {
 		return nil, errBadStatCache
 	}
 	c.entries = make([]statEntry, 0, n)
 	for range n {
 		var e statEntry
-		e.key = string(r.bytes())
+		at := r.off
+		e.key = r.str()
 		e.stat.size, e.stat.mtime, e.stat.ctime = r.varint(), r.varint(), r.varint()
 		e.stat.ino, e.stat.dev = r.uvarint(), r.uvarint()
 		e.value = r.cid()
@@ -324,9 +376,10 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		if e.value.IsZero() || (len(c.entries) > 0 && c.entries[len(c.entries)-1].key >= e.key) {
 			return nil, errBadStatCache
 		}
+		e.raw = r.s[at:r.off]
 		c.entries = append(c.entries, e)
 	}
-	if len(r.b) != 0 {
+	if r.off != len(r.b) {
 		return nil, errBadStatCache
 	}
 	return c, nil

@@ -211,6 +211,17 @@ func (c CID) Bytes() []byte {
 // KeyString returns the binary form as a string, usable as a map key prefix.
 func (c CID) KeyString() string { return c.s }
 
+// CIDFromKeyString is the inverse of KeyString: the CID whose binary form s
+// holds, checked as CIDFromBytes checks it. A canonical s is kept as it is,
+// not copied, so a record holding many CIDs can be decoded from one string
+// without an allocation each.
+func CIDFromKeyString(s string) (CID, error) {
+	if len(s) == 36 && s[0] == 0x01 && (s[1] == CodecRaw || s[1] == CodecDagCBOR) && s[2] == 0x12 && s[3] == 0x20 {
+		return CID{s}, nil
+	}
+	return CIDFromBytes([]byte(s))
+}
+
 // Codec returns the multicodec of c (0 for the zero CID). Every CID this
 // package makes is CIDv1 with a one-byte codec and a sha2-256 digest
 // (ReadCID): the codec is its second byte.

@@ -65,3 +65,27 @@ func TestCIDFromBytesCanonicalFormsAsParsed(t *testing.T) {
 		}
 	}
 }
+
+// CIDFromKeyString accepts and returns exactly what CIDFromBytes does for
+// the same bytes.
+func TestCIDFromKeyStringAsFromBytes(t *testing.T) {
+	var inputs [][]byte
+	for _, codec := range []uint64{objects.CodecRaw, objects.CodecDagCBOR} {
+		c := objects.Sum(codec, []byte("key string"))
+		b := c.Bytes()
+		inputs = append(inputs, b, b[:35], append(bytes.Clone(b), 0))
+		for i := range 4 {
+			d := bytes.Clone(b)
+			d[i] ^= 0x40
+			inputs = append(inputs, d)
+		}
+	}
+	inputs = append(inputs, nil, []byte{1}, bytes.Repeat([]byte{0xff}, 36))
+	for _, in := range inputs {
+		want, werr := objects.CIDFromBytes(in)
+		got, gerr := objects.CIDFromKeyString(string(in))
+		if (werr == nil) != (gerr == nil) || got != want {
+			t.Fatalf("%x: CIDFromKeyString %v %v, CIDFromBytes %v %v", in, got, gerr, want, werr)
+		}
+	}
+}
