@@ -172,14 +172,16 @@ func (p *Pages) chunkNodes(ctx context.Context, links []objects.CID, depth int) 
 }
 
 // chunks reads the fetches' raw chunks as chunk does, those the shared
-// cache does not hold in one pass of the store when it can.
-func (p *Pages) chunks(ctx context.Context, fs []*fetch) {
+// cache does not hold in one pass of the store when it can, calling done
+// with each fetch as soon as its chunk (or its error) is in.
+func (p *Pages) chunks(ctx context.Context, fs []*fetch, done func(*fetch)) {
 	var miss []*fetch
 	for _, f := range fs {
 		if p.shared != nil {
 			if v, ok := p.shared.Decoded(f.c); ok {
 				if b, ok := v.(page); ok {
 					f.data = b
+					done(f)
 					continue
 				}
 			}
@@ -190,6 +192,7 @@ func (p *Pages) chunks(ctx context.Context, fs []*fetch) {
 	if !ok || len(miss) < 2 {
 		for _, f := range miss {
 			f.data, f.err = p.chunk(ctx, f.c, f.keep)
+			done(f)
 		}
 		return
 	}
@@ -203,6 +206,7 @@ func (p *Pages) chunks(ctx context.Context, fs []*fetch) {
 		if err == nil && f.keep && p.shared != nil {
 			p.shared.KeepDecoded(f.c, page(data), int64(len(data)+64))
 		}
+		done(f)
 	})
 	if err != nil {
 		for _, f := range miss {

@@ -3,6 +3,7 @@ package sqlitedb_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -441,5 +442,57 @@ func TestReadTakesItsQueuedFetch(t *testing.T) {
 	}
 	if slices.Contains(sqlitedb.Queued(p), want) {
 		t.Fatal("the page read is still queued")
+	}
+}
+
+// A fetch a worker has taken is done as soon as its chunk is read, not
+// when the rest of the worker's batch is: here the next chunk of the
+// batch is held for ever, and the read of the first still returns.
+func TestFetchDoneBeforeItsBatch(t *testing.T) {
+	ctx := context.Background()
+	content, _ := os.ReadFile(memoryDB(t, 12000))
+	ms := memstore.New()
+	v, blocks := objects.NewFileValue(content)
+	if err := ms.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	gate := &passGate{&gateStore{BlockStore: ms, entered: make(chan struct{}, 1024), open: make(chan struct{})}, map[objects.CID]bool{}}
+	p, err := sqlitedb.OpenPages(ctx, gate, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	defer func() {
+		gate.closed.Store(false)
+		close(gate.open)
+	}()
+	workers := runtime.GOMAXPROCS(0)
+	var ahead []int64
+	for n := int64(2); n < int64(2+4*workers); n++ { // four a worker: page 2 and 3 in the first batch
+		ahead = append(ahead, n)
+		c, err := p.PageCID(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate.pass[c] = n != 3
+	}
+	gate.closed.Store(true)
+	p.Prefetch(ctx, ahead)
+	<-gate.entered // a worker read page 2 and holds at page 3
+	done := make(chan error, 1)
+	go func() {
+		data, err := p.Page(ctx, 2)
+		if err == nil && !bytes.Equal(data, content[4096:8192]) {
+			err = errors.New("page 2 is not the file's")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the read of page 2 waited for the rest of its worker's batch")
 	}
 }

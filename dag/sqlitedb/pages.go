@@ -79,11 +79,12 @@ type Pages struct {
 
 // fetch is one chunk being read ahead; done is closed when data or err is set.
 type fetch struct {
-	c    objects.CID
-	keep bool // keep it in the shared cache too (see chunk)
-	done chan struct{}
-	data []byte
-	err  error
+	c        objects.CID
+	finished bool // done is closed (p.mu)
+	keep     bool // keep it in the shared cache too (see chunk)
+	done     chan struct{}
+	data     []byte
+	err      error
 }
 
 // indexNode is a decoded chunk node with the page index each child starts at.
@@ -269,11 +270,7 @@ func (p *Pages) pageLocked(ctx context.Context, idx int64) ([]byte, error) {
 			data, err := p.chunk(ctx, c, f.keep)
 			p.mu.Lock()
 			f.data, f.err = data, err
-			delete(p.pending, c)
-			close(f.done)
-			if err == nil && len(data) == int(ps) {
-				p.remember(c, data)
-			}
+			p.finish(f)
 		} else {
 			p.mu.Unlock()
 			select {
@@ -354,19 +351,35 @@ func (p *Pages) work() {
 				f.err = err
 			}
 		} else {
+			// Each fetch is done as its chunk arrives, not when the
+			// batch is: a reader waiting on one waits for that read only.
 			p.mu.Unlock()
-			p.chunks(p.stop, batch)
+			p.chunks(p.stop, batch, func(f *fetch) {
+				p.mu.Lock()
+				p.finish(f)
+				p.mu.Unlock()
+			})
 			p.mu.Lock()
 		}
 		for _, f := range batch {
-			delete(p.pending, f.c)
-			if f.err == nil && len(f.data) == p.pageSize {
-				p.remember(f.c, f.data)
-			}
-			close(f.done)
+			p.finish(f)
 		}
 	}
 	p.workers--
+}
+
+// finish ends fetch f (p.mu held), once: its chunk is held when it was
+// read, and whoever waits on it is released.
+func (p *Pages) finish(f *fetch) {
+	if f.finished {
+		return
+	}
+	f.finished = true
+	delete(p.pending, f.c)
+	if f.err == nil && len(f.data) == p.pageSize {
+		p.remember(f.c, f.data)
+	}
+	close(f.done)
 }
 
 // Close stops the fetches ahead of a scan and waits for them.
