@@ -136,6 +136,9 @@ func (p *Pages) chunkNodes(ctx context.Context, links []objects.CID, depth int) 
 		if err := br.GetBatch(ctx, cids, func(k int, data []byte, err error) {
 			i := share[k]
 			out[i], errs[i] = p.decodeNode(links[i], depth, data, err)
+			// Let a goroutine waiting for a core run (a diff opens its
+			// databases while its list nodes are read ahead on every core).
+			runtime.Gosched()
 		}); err != nil {
 			errs[share[0]] = err
 		}
