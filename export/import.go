@@ -72,7 +72,8 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	defer known.Stop()
 	started := map[string]bool{}
 	if old != nil {
-		for _, e := range old.entries {
+		for i := range old.len() {
+			e := old.entry(i)
 			if e.value.Codec() != objects.CodecDagCBOR || objects.ValidateKey(e.key) != nil {
 				continue
 			}
@@ -92,29 +93,37 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	}
 	res.Files, res.Skipped = len(files), skipped
 
-	next := &statCache{entries: make([]statEntry, len(files)), start: start.UnixNano()}
+	// The next record: each file's entry is carried over as its bytes from
+	// the cache entry carried[i] when the cache trusts it (its value is
+	// already in the cached tree), or else made from the scan's stat and
+	// the value read (read[i]).
+	carried := make([]int32, len(files))
 	var toRead []int
-	at := 0 // files and the cache's entries are both in key order
+	at, size := 0, 0 // files and the cache's entries are both in key order
 	for i, f := range files {
-		if e, ok := old.lookupFrom(f.Key, &at); ok && old.trustedEntry(e, f.stat, window) {
-			next.entries[i] = e // already in the cached tree; kept as its bytes
+		if e, j, ok := old.lookupFrom(f.Key, &at); ok && old.trustedEntry(e, f.stat, window) {
+			carried[i] = int32(j)
+			size += int(old.offs[j+1] - old.offs[j])
 			continue
 		}
-		next.entries[i] = statEntry{key: f.Key, stat: f.stat}
+		carried[i] = -1
+		size += entrySize(f.Key)
 		toRead = append(toRead, i)
 	}
+	read := make(map[int]objects.CID, len(toRead))
 	if old != nil {
 		// Keys the cache has and the directory no longer has: both lists
 		// are in key order, so one merge finds them.
 		j := 0
-		for _, e := range old.entries {
-			for j < len(files) && files[j].Key < e.key {
+		for i := range old.len() {
+			key := old.key(i)
+			for j < len(files) && files[j].Key < key {
 				j++
 			}
-			if j < len(files) && files[j].Key == e.key {
+			if j < len(files) && files[j].Key == key {
 				continue
 			}
-			if _, err := t.Delete(ctx, e.key); err != nil {
+			if _, err := t.Delete(ctx, key); err != nil {
 				return res, err
 			}
 		}
@@ -138,7 +147,7 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	pc := progress.Start(ctx, bytes)
 	err = readInto(ctx, bs, &versions{known, prevs}, files, toRead, func(i int, v objects.CID) error {
 		pc.Add(files[i].Size)
-		next.entries[i].value = v
+		read[i] = v
 		_, err := t.Put(ctx, files[i].Key, v)
 		return err
 	})
@@ -148,9 +157,15 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	if res.Tree, err = t.Commit(ctx); err != nil {
 		return res, err
 	}
-	if opts.Cache != nil && (old == nil || res.Read > 0 || len(old.entries) != len(next.entries) || old.tree != res.Tree) {
-		next.tree = res.Tree
-		saveStatCache(opts.Cache, abs, next)
+	if opts.Cache != nil && (old == nil || res.Read > 0 || old.len() != len(files) || old.tree != res.Tree) {
+		rec := encodeRecord(res.Tree, start.UnixNano(), len(files), size, func(b []byte, i int) []byte {
+			if j := carried[i]; j >= 0 {
+				return append(b, old.raw(int(j))...)
+			}
+			f := files[i]
+			return appendEntry(b, statEntry{key: f.Key, stat: f.stat, value: read[i]})
+		})
+		_ = opts.Cache.SetMeta(statCacheName(abs), rec) // failing to costs speed only
 	}
 	return res, nil
 }

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"math"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/agentstate/agentstate/objects"
 )
@@ -39,7 +41,8 @@ import (
 const RacyWindow = time.Second
 
 // MetaStore keeps small named records: the stat caches. FileMeta (plain
-// files in the store directory) and MemMeta (a map) implement it.
+// files in the store directory) and MemMeta (a map) implement it. The
+// slice GetMeta returns is the caller's own: nothing changes it after.
 type MetaStore interface {
 	GetMeta(name string) ([]byte, bool, error)
 	SetMeta(name string, v []byte) error
@@ -103,7 +106,7 @@ func loadStatCache(ms MetaStore, abs string) *statCache {
 	if err != nil || !ok {
 		return nil
 	}
-	c, err := decodeStatCache(data)
+	c, err := decodeStatCache(data, true) // data is this function's own
 	if err != nil {
 		return nil
 	}
@@ -153,17 +156,21 @@ type statEntry struct {
 	key   string
 	stat  fileStat
 	value objects.CID
-	// raw is the entry's encoding in the record it was read from (empty
-	// for an entry made since): an entry carried over unchanged is written
-	// back as these bytes, not encoded again.
-	raw string
 }
 
 // statCache is one directory's cache: the tree its entries make, when the
 // stats were taken (no earlier than this), and the entries in key order.
+// A cache read from a record keeps the record's body (rec) and where each
+// entry starts in it (offs, and one more where the last ends), and
+// decodes an entry when it is asked for: a 10k-file record is one string
+// and 40 KB of offsets, not 10k entries, and an entry carried over
+// unchanged into the next record is copied as its bytes (raw). A cache
+// made in memory (a checkout's) holds its entries instead.
 type statCache struct {
 	tree    objects.CID
 	start   int64
+	rec     string
+	offs    []uint32
 	entries []statEntry
 }
 
@@ -171,71 +178,108 @@ const statCacheVersion = 1
 
 var errBadStatCache = errors.New("export: malformed stat cache")
 
+// len is the number of entries.
+func (c *statCache) len() int {
+	switch {
+	case c == nil:
+		return 0
+	case c.offs != nil:
+		return len(c.offs) - 1
+	}
+	return len(c.entries)
+}
+
+// entry returns entry i (checked when the record was read).
+func (c *statCache) entry(i int) statEntry {
+	if c.offs == nil {
+		return c.entries[i]
+	}
+	e, _, _ := readEntry(c.rec, int(c.offs[i]))
+	return e
+}
+
+// key returns entry i's key alone.
+func (c *statCache) key(i int) string {
+	if c.offs == nil {
+		return c.entries[i].key
+	}
+	r := cacheReader{s: c.rec, off: int(c.offs[i])}
+	return r.str()
+}
+
+// raw returns entry i's bytes in the record it was read from.
+func (c *statCache) raw(i int) string { return c.rec[c.offs[i]:c.offs[i+1]] }
+
 // lookupFrom is lookup for keys asked in increasing order: *at is where
 // the previous one was looked for (0 at first), and the search moves on
 // from there, so a sorted list of keys costs one pass over the entries.
-func (c *statCache) lookupFrom(key string, at *int) (statEntry, bool) {
-	if c == nil {
-		return statEntry{}, false
-	}
+// It also returns the entry's index.
+func (c *statCache) lookupFrom(key string, at *int) (statEntry, int, bool) {
+	n := c.len()
 	i := *at
-	for i < len(c.entries) && c.entries[i].key < key {
+	for i < n && c.key(i) < key {
 		i++
 	}
 	*at = i
-	if i < len(c.entries) && c.entries[i].key == key {
-		return c.entries[i], true
+	if i < n && c.key(i) == key {
+		return c.entry(i), i, true
 	}
-	return statEntry{}, false
+	return statEntry{}, 0, false
 }
 
 func (c *statCache) lookup(key string) (statEntry, bool) {
-	if c == nil {
-		return statEntry{}, false
-	}
-	lo, hi := 0, len(c.entries)
+	lo, hi := 0, c.len()
 	for lo < hi {
 		m := (lo + hi) / 2
-		if c.entries[m].key < key {
+		if c.key(m) < key {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo < len(c.entries) && c.entries[lo].key == key {
-		return c.entries[lo], true
+	if lo < c.len() && c.key(lo) == key {
+		return c.entry(lo), true
 	}
 	return statEntry{}, false
 }
 
 // encode: version, start, tree CID, count, then per entry key, five stat
 // numbers and the value CID, all length-prefixed or varint; a sha256 of
-// everything before it ends the record. An entry read from a record and
-// unchanged since is copied as its bytes (statEntry.raw).
+// everything before it ends the record.
 func (c *statCache) encode() []byte {
-	n := 64
-	for _, e := range c.entries {
-		if e.raw != "" {
-			n += len(e.raw)
+	size := 0
+	for i := range c.len() {
+		if c.offs != nil {
+			size += int(c.offs[i+1] - c.offs[i])
 		} else {
-			n += 96 + len(e.key)
+			size += entrySize(c.entries[i].key)
 		}
 	}
-	b := make([]byte, 0, n+sha256.Size)
-	b = binary.AppendUvarint(b, statCacheVersion)
-	b = binary.AppendVarint(b, c.start)
-	b = appendLen(b, c.tree.KeyString())
-	b = binary.AppendUvarint(b, uint64(len(c.entries)))
-	for _, e := range c.entries {
-		if e.raw != "" {
-			b = append(b, e.raw...)
-			continue
+	return encodeRecord(c.tree, c.start, c.len(), size, func(b []byte, i int) []byte {
+		if c.offs != nil {
+			return append(b, c.raw(i)...)
 		}
-		b = appendEntry(b, e)
+		return appendEntry(b, c.entries[i])
+	})
+}
+
+// encodeRecord writes a record of n entries, each appended by entry; size
+// is about their length.
+func encodeRecord(tree objects.CID, start int64, n, size int, entry func(b []byte, i int) []byte) []byte {
+	b := make([]byte, 0, 64+size+sha256.Size)
+	b = binary.AppendUvarint(b, statCacheVersion)
+	b = binary.AppendVarint(b, start)
+	b = appendLen(b, tree.KeyString())
+	b = binary.AppendUvarint(b, uint64(n))
+	for i := range n {
+		b = entry(b, i)
 	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
 }
+
+// entrySize is at least the encoded length of an entry with this key.
+func entrySize(key string) int { return len(key) + 5*binary.MaxVarintLen64 + 48 }
 
 func appendEntry(b []byte, e statEntry) []byte {
 	b = appendLen(b, e.key)
@@ -251,38 +295,50 @@ func appendLen(b []byte, p string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(p))), p...)
 }
 
-// cacheReader reads a record's body: b, and the same bytes as s, so that
-// keys and CIDs are substrings of one string, not an allocation each.
+// cacheReader reads a record's body from off: keys and CIDs are substrings
+// of it, not an allocation each.
 type cacheReader struct {
-	b   []byte
 	s   string
 	off int
 	err error
 }
 
+// uvarint reads what binary.Uvarint reads.
 func (r *cacheReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.err = errBadStatCache
-		return 0
+	var x uint64
+	var sh uint
+	for i := 0; r.off+i < len(r.s); i++ {
+		if i == binary.MaxVarintLen64 {
+			break
+		}
+		c := r.s[r.off+i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				break
+			}
+			r.off += i + 1
+			return x | uint64(c)<<sh
+		}
+		x |= uint64(c&0x7f) << sh
+		sh += 7
 	}
-	r.off += n
-	return v
+	r.err = errBadStatCache
+	return 0
 }
 
+// varint reads what binary.Varint reads.
 func (r *cacheReader) varint() int64 {
-	v, n := binary.Varint(r.b[r.off:])
-	if n <= 0 {
-		r.err = errBadStatCache
-		return 0
+	ux := r.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	r.off += n
-	return v
+	return x
 }
 
 func (r *cacheReader) str() string {
 	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)-r.off) {
+	if r.err != nil || n > uint64(len(r.s)-r.off) {
 		r.err = errBadStatCache
 		return ""
 	}
@@ -303,13 +359,28 @@ func (r *cacheReader) cid() objects.CID {
 	return c
 }
 
+// readEntry reads the entry at off in a record's body and returns where
+// it ends.
+func readEntry(s string, off int) (statEntry, int, error) {
+	r := cacheReader{s: s, off: off}
+	var e statEntry
+	e.key = r.str()
+	e.stat.size, e.stat.mtime, e.stat.ctime = r.varint(), r.varint(), r.varint()
+	e.stat.ino, e.stat.dev = r.uvarint(), r.uvarint()
+	e.value = r.cid()
+	if r.err == nil && e.value.IsZero() {
+		r.err = errBadStatCache
+	}
+	return e, r.off, r.err
+}
+
 // StatCacheTree returns the tree a stat cache record (a MetaStore record
 // ImportDir or a checkout wrote) names: its entries are that tree's leaves,
 // so the record is good exactly as long as that tree's blocks are kept (gc
 // drops the records whose tree it deletes). ok is false for a record that
 // is damaged or of another version.
 func StatCacheTree(data []byte) (tree objects.CID, ok bool) {
-	r, err := statCacheBody(data)
+	r, err := statCacheBody(data, false)
 	if err != nil {
 		return objects.CID{}, false
 	}
@@ -323,64 +394,71 @@ func StatCacheTree(data []byte) (tree objects.CID, ok bool) {
 // value whose blocks it deletes (a redacted one's), which a later import
 // would otherwise take for stored from the value's list nodes.
 func StatCacheValues(data []byte) ([]objects.CID, bool) {
-	c, err := decodeStatCache(data)
+	c, err := decodeStatCache(data, false)
 	if err != nil {
 		return nil, false
 	}
-	vs := make([]objects.CID, len(c.entries))
-	for i, e := range c.entries {
-		vs[i] = e.value
+	vs := make([]objects.CID, c.len())
+	for i := range vs {
+		vs[i] = c.entry(i).value
 	}
 	return vs, true
 }
 
 // statCacheBody checks a record's checksum and version and returns a
-// reader at what follows the version. The reader's strings are one copy of
-// the body, so they do not alias data.
-func statCacheBody(data []byte) (*cacheReader, error) {
-	if len(data) < sha256.Size {
+// reader at what follows the version. With own, the reader's string is
+// data itself (the caller never changes data again: what decodeStatCache
+// returns holds substrings of it); otherwise a copy.
+func statCacheBody(data []byte, own bool) (*cacheReader, error) {
+	if len(data) < sha256.Size || len(data) > math.MaxUint32 {
 		return nil, errBadStatCache
 	}
 	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
 	if s := sha256.Sum256(body); string(s[:]) != string(sum) {
 		return nil, errBadStatCache
 	}
-	r := &cacheReader{b: body, s: string(body)}
+	r := &cacheReader{}
+	if own && len(body) > 0 {
+		r.s = unsafe.String(&body[0], len(body))
+	} else {
+		r.s = string(body)
+	}
 	if r.uvarint() != statCacheVersion || r.err != nil {
 		return nil, errBadStatCache
 	}
 	return r, nil
 }
 
-func decodeStatCache(data []byte) (*statCache, error) {
-	r, err := statCacheBody(data)
+// decodeStatCache checks a whole record: its checksum and version, and
+// every entry (key order, stat numbers, a value CID), keeping where each
+// entry starts. own is as for statCacheBody.
+func decodeStatCache(data []byte, own bool) (*statCache, error) {
+	r, err := statCacheBody(data, own)
 	if err != nil {
 		return nil, err
 	}
 	c := &statCache{start: r.varint(), tree: r.cid()}
 	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)-r.off) {
+	if r.err != nil || n > uint64(len(r.s)-r.off) {
 		return nil, errBadStatCache
 	}
-	c.entries = make([]statEntry, 0, n)
-	for range n {
-		var e statEntry
-		at := r.off
-		e.key = r.str()
-		e.stat.size, e.stat.mtime, e.stat.ctime = r.varint(), r.varint(), r.varint()
-		e.stat.ino, e.stat.dev = r.uvarint(), r.uvarint()
-		e.value = r.cid()
-		if r.err != nil {
-			return nil, r.err
+	c.rec = r.s
+	c.offs = make([]uint32, 0, n+1)
+	prev := ""
+	for i := range n {
+		e, next, err := readEntry(r.s, r.off)
+		if err != nil {
+			return nil, err
 		}
-		if e.value.IsZero() || (len(c.entries) > 0 && c.entries[len(c.entries)-1].key >= e.key) {
+		if i > 0 && prev >= e.key {
 			return nil, errBadStatCache
 		}
-		e.raw = r.s[at:r.off]
-		c.entries = append(c.entries, e)
+		c.offs = append(c.offs, uint32(r.off))
+		prev, r.off = e.key, next
 	}
-	if r.off != len(r.b) {
+	if r.off != len(r.s) {
 		return nil, errBadStatCache
 	}
+	c.offs = append(c.offs, uint32(r.off))
 	return c, nil
 }

@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,7 +30,7 @@ func manyEntries(n int) *statCache {
 func TestStatCacheDecodeAllocations(t *testing.T) {
 	data := manyEntries(2000).encode()
 	allocs := testing.AllocsPerRun(5, func() {
-		if _, err := decodeStatCache(data); err != nil {
+		if _, err := decodeStatCache(data, false); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -42,16 +43,16 @@ func TestStatCacheDecodeAllocations(t *testing.T) {
 // it was read from changes nothing in it.
 func TestStatCacheDecodeDoesNotAlias(t *testing.T) {
 	data := manyEntries(3).encode()
-	c, err := decodeStatCache(data)
+	c, err := decodeStatCache(data, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := c.entries[1].key
+	want := c.entry(1)
 	for i := range data {
 		data[i] = 'x'
 	}
-	if c.entries[1].key != want || c.entries[1].value.Codec() != objects.CodecRaw {
-		t.Fatalf("decoded record changed with its input: %q", c.entries[1].key)
+	if c.entry(1) != want || want.value.Codec() != objects.CodecRaw {
+		t.Fatalf("decoded record changed with its input: %+v", c.entry(1))
 	}
 }
 
@@ -86,14 +87,13 @@ func TestStatCacheCarriedEntriesAsEncoded(t *testing.T) {
 	}
 	abs, _ := filepath.Abs(dir)
 	data, ok, _ := cache.GetMeta(statCacheName(abs))
-	c, err := decodeStatCache(data)
+	c, err := decodeStatCache(data, false)
 	if !ok || err != nil {
 		t.Fatalf("record: %v %v", ok, err)
 	}
 	scratch := &statCache{tree: c.tree, start: c.start}
-	for _, e := range c.entries {
-		e.raw = ""
-		scratch.entries = append(scratch.entries, e)
+	for i := range c.len() {
+		scratch.entries = append(scratch.entries, c.entry(i))
 	}
 	if !bytes.Equal(scratch.encode(), data) {
 		t.Fatal("the record written with carried entries differs from the same entries encoded")
@@ -116,4 +116,33 @@ func fresh(t *testing.T, p string) objects.CID {
 	}
 	v, _ := objects.NewFileValue(b)
 	return v
+}
+
+// The record's reader takes varints exactly as encoding/binary does: the
+// same values, lengths and refusals (records written before read the same).
+func TestCacheReaderVarintsAsBinary(t *testing.T) {
+	var inputs [][]byte
+	for _, v := range []uint64{0, 1, 127, 128, 300, 1 << 35, 1<<63 - 1, 1 << 63, ^uint64(0)} {
+		inputs = append(inputs, binary.AppendUvarint(nil, v))
+	}
+	inputs = append(inputs, nil, []byte{0x80}, []byte{0x80, 0x00}, bytes.Repeat([]byte{0xff}, 10),
+		append(bytes.Repeat([]byte{0xff}, 9), 0x01), append(bytes.Repeat([]byte{0xff}, 9), 0x02),
+		append(bytes.Repeat([]byte{0x80}, 10), 0x00))
+	for i := range 2000 {
+		b := binary.AppendUvarint(nil, uint64(i)*0x9e3779b97f4a7c15)
+		inputs = append(inputs, b, b[:len(b)-1])
+	}
+	for _, in := range inputs {
+		wv, wn := binary.Uvarint(in)
+		r := cacheReader{s: string(in)}
+		gv := r.uvarint()
+		if ok := wn > 0; ok != (r.err == nil) || (ok && (gv != wv || r.off != wn)) {
+			t.Fatalf("%x: uvarint %d at %d (%v), binary %d %d", in, gv, r.off, r.err, wv, wn)
+		}
+		sv, sn := binary.Varint(in)
+		r = cacheReader{s: string(in)}
+		if g := r.varint(); (sn > 0) != (r.err == nil) || (sn > 0 && (g != sv || r.off != sn)) {
+			t.Fatalf("%x: varint %d (%v), binary %d %d", in, g, r.err, sv, sn)
+		}
+	}
 }
