@@ -132,14 +132,16 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 	// scanOne reads one directory (key is its key prefix, "" at the top) and
 	// returns its subdirectories.
 	scanOne := func(p, key string) ([][2]string, error) {
-		// Read unsorted (the files are sorted once at the end), and each
-		// file stat'd relative to the open directory (lstatIn).
+		// Names sorted before anything is stat'd (readDirSorted: the files
+		// come out in key order, so only names are sorted, not the scan's
+		// records), and each file stat'd relative to the open directory
+		// (lstatIn).
 		dirf, err := os.Open(p)
 		if err != nil {
 			return nil, fmt.Errorf("export: reading %s: %w", p, err)
 		}
 		defer dirf.Close()
-		ents, err := dirf.ReadDir(-1)
+		ents, err := readDirSorted(dirf, p)
 		if err != nil {
 			return nil, fmt.Errorf("export: reading %s: %w", p, err)
 		}
@@ -147,21 +149,22 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 		fs_ := make([]ScannedFile, 0, len(ents))
 		var sk []Skipped
 		for _, d := range ents {
-			cp, ck := p+string(filepath.Separator)+d.Name(), ""
+			cp, ck := p+string(filepath.Separator)+d.name, ""
 			if shareKey {
 				ck = cp[len(root)+1:] // the key is the path's tail: one string, not two, per file
 			} else {
-				ck = key + d.Name()
+				ck = key + d.name
 			}
-			t := d.Type()
+			name := d.name
+			t := d.typ
 			switch {
-			case key == "" && strings.EqualFold(d.Name(), StoreDirName):
+			case key == "" && strings.EqualFold(name, StoreDirName):
 				if t.IsDir() {
 					ck += "/"
 				}
 				sk = append(sk, Skipped{ck, "agentstate store directory (the name is reserved: keys may not start with it)"})
 				continue
-			case isGit(d.Name()):
+			case isGit(name):
 				if t.IsDir() {
 					ck += "/"
 				}
@@ -188,7 +191,7 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 			if err := objects.ValidateKey(ck); err != nil {
 				return nil, fmt.Errorf("export: %s: %w", cp, err)
 			}
-			st, regular, err := lstatIn(dirf, cp, d.Name())
+			st, regular, err := lstatIn(dirf, cp, name)
 			if err != nil {
 				return nil, fmt.Errorf("export: %s: %w", cp, err)
 			}
@@ -202,7 +205,6 @@ func Scan(ctx context.Context, dir string) ([]ScannedFile, []Skipped, error) {
 			}
 			fs_ = append(fs_, ScannedFile{Key: ck, Path: cp, Size: st.size, stat: st})
 		}
-		slices.SortFunc(fs_, func(a, b ScannedFile) int { return strings.Compare(a.Key, b.Key) })
 		mu.Lock()
 		if len(fs_) > 0 {
 			batches = append(batches, fs_)
