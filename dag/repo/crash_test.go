@@ -159,8 +159,9 @@ func crashRounds(t *testing.T, env []string, rounds int) {
 	var lastSeq uint64
 	kills := 0
 	// A slow machine (or the race detector) may not reach a first commit,
-	// or a forget, within the random rounds: then more rounds, each letting
-	// the child run longer, until it has (a few at most).
+	// a forget or a gc that packs within the random rounds: then more
+	// rounds, each letting the child run longer, until it has (a few at
+	// most).
 	needCheckpoint := func() bool {
 		if !slices.Contains(env, "AGENTSTATE_CRASH_FORGET=1") {
 			return false
@@ -173,7 +174,19 @@ func crashRounds(t *testing.T, env []string, rounds int) {
 		_, ok, err := r.CheckpointOf(ctx, "crash")
 		return err == nil && !ok
 	}
-	for round := 0; round < rounds || (round < rounds+6 && (lastSeq == 0 || needCheckpoint())); round++ {
+	needPack := func() bool {
+		if !slices.Contains(env, "AGENTSTATE_CRASH_PACK=1") {
+			return false
+		}
+		r, err := repo.Open(dir, repo.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		packs, err := r.Storage.(*badger.Store).PackMembers(ctx)
+		return err == nil && len(packs) == 0
+	}
+	for round := 0; round < rounds || (round < rounds+6 && (lastSeq == 0 || needCheckpoint() || needPack())); round++ {
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(append(os.Environ(), "AGENTSTATE_CRASH_STORE="+dir), env...)
 		cmd.Stderr = os.Stderr
