@@ -177,3 +177,15 @@ func (r *Repo) repack(ctx context.Context) (badger.PackReport, error) {
 	}
 	return rep, nil
 }
+
+// RepairPacks drops the pointers of packed blocks whose pack is missing or
+// damaged, so that they read as missing and storing their content again
+// stores it (verify --repair); it returns how many.
+func (r *Repo) RepairPacks(ctx context.Context) (int, error) {
+	if rp, ok := r.Storage.(interface {
+		RepairPacks(ctx context.Context) (int, error)
+	}); ok {
+		return rp.RepairPacks(ctx)
+	}
+	return 0, nil
+}

@@ -162,6 +162,24 @@ func TestVerifyPackMissing(t *testing.T) {
 	if !found {
 		t.Fatalf("verify did not report the page whose pack is gone: %v", vr.Problems)
 	}
+	// Repair drops the dangling pointers: the page reads as missing, and
+	// storing its content again (as a commit of the same file would)
+	// stores it, after which verify is clean.
+	n, err := r.RepairPacks(ctx)
+	if err != nil || n == 0 {
+		t.Fatalf("RepairPacks: %d, %v", n, err)
+	}
+	if ok, _ := r.Blocks.Has(ctx, page); ok {
+		t.Fatal("the page whose pack is gone still looks stored")
+	}
+	db := sqliteVersions(3, 2)
+	for _, v := range db {
+		_, blocks := objects.NewFileValue(v)
+		if err := r.Blocks.Put(ctx, blocks...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustVerify(t, r)
 }
 
 // TestRedactPacked: a redacted version's blocks leave every pack; the

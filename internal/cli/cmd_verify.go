@@ -38,6 +38,11 @@ func (e *env) runVerify(c *cli.Context) error {
 			if !c.Bool("json") {
 				fmt.Fprintf(e.stdout, "rebuilt the task records: %d tape lines\n", t)
 			}
+			if n, err := r.RepairPacks(e.ctx); err != nil {
+				return fmt.Errorf("repairing packs: %w", err)
+			} else if n > 0 && !c.Bool("json") {
+				fmt.Fprintf(e.stdout, "dropped %d pointer(s) into missing or damaged packs: those blocks now read as missing; committing the same content again, or a fetch from a copy, stores them\n", n)
+			}
 			l, err := r.RebuildListSizes(e.ctx)
 			if err != nil {
 				return fmt.Errorf("rebuilding the list size records: %w", err)

@@ -628,3 +628,76 @@ func (s *Store) DropPackForTest(id []byte) error {
 	s.packs.drop(id)
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(packKey(id)) })
 }
+
+// RepairPacks deletes the pointers of packed blocks whose pack is missing
+// or damaged (verify --repair): their bytes are nowhere in the store, and
+// a pointer left in place would make the block look stored, so that
+// storing its content again (a commit of the same file, a fetch from a
+// copy) would skip it. Afterwards such a block reads as missing. It also
+// deletes the packs no pointer names. It returns the pointers dropped.
+func (s *Store) RepairPacks(ctx context.Context) (int, error) {
+	var bad []objects.CID
+	state := map[string]bool{} // pack id → readable
+	err := s.db.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		o.Prefix = []byte{nsBlock}
+		it := txn.NewIterator(o)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			item := it.Item()
+			if item.UserMeta()&metaPacked == 0 {
+				continue
+			}
+			c, err := objects.CIDFromBytes(item.Key()[1:])
+			if err != nil {
+				continue
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			id, off, size, ok := decodePointer(v)
+			if ok {
+				good, seen := state[string(id)]
+				if !seen {
+					plain, err := s.packPlain(txn, id)
+					good = err == nil
+					state[string(id)] = good
+					ok = good && off+size <= len(plain)
+				} else {
+					ok = good
+				}
+			}
+			if !ok {
+				bad = append(bad, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(bad) > 0 {
+		if err := s.checkWrite(int64(len(bad)) * 64); err != nil {
+			return 0, err
+		}
+		wb := s.db.NewWriteBatch()
+		defer wb.Cancel()
+		for _, c := range bad {
+			if err := wb.Delete(blockKey(c)); err != nil {
+				return 0, err
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := s.SweepPacks(ctx); err != nil {
+		return len(bad), err
+	}
+	return len(bad), nil
+}
