@@ -73,52 +73,13 @@ func readDirSorted(d *os.File, p string) ([]dirEnt, error) {
 		if n <= 0 {
 			break
 		}
-		for b := buf[:n]; len(b) > 0; {
-			if len(b) < 19 {
-				return nil, &os.PathError{Op: "readdirent", Path: p, Err: unix.EIO}
-			}
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < 19 || reclen > len(b) {
-				return nil, &os.PathError{Op: "readdirent", Path: p, Err: unix.EIO}
-			}
-			rec := b[:reclen]
-			b = b[reclen:]
-			ino, dt := binary.NativeEndian.Uint64(rec[0:8]), rec[18]
-			name := rec[19:]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			if ino == 0 || string(name) == "." || string(name) == ".." {
-				continue
-			}
-			var typ fs.FileMode
-			switch dt {
-			case unix.DT_REG:
-			case unix.DT_DIR:
-				typ = fs.ModeDir
-			case unix.DT_LNK:
-				typ = fs.ModeSymlink
-			case unix.DT_FIFO:
-				typ = fs.ModeNamedPipe
-			case unix.DT_SOCK:
-				typ = fs.ModeSocket
-			case unix.DT_CHR:
-				typ = fs.ModeDevice | fs.ModeCharDevice
-			case unix.DT_BLK:
-				typ = fs.ModeDevice
-			default: // DT_UNKNOWN: ask
-				var st unix.Stat_t
-				if err := unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-					if err == unix.ENOENT {
-						continue // removed since it was listed
-					}
-					return nil, &os.PathError{Op: "lstat", Path: p + string(os.PathSeparator) + string(name), Err: err}
-				}
-				typ = modeType(st.Mode)
-			}
+		err = parseDirents(fd, p, buf[:n], func(name []byte, typ fs.FileMode) {
 			arena = append(arena, name...)
 			offs = append(offs, len(arena))
 			types = append(types, typ)
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	all := string(arena)
@@ -149,4 +110,56 @@ func modeType(m uint32) fs.FileMode {
 		return 0
 	}
 	return fs.ModeIrregular
+}
+
+// parseDirents calls add with each entry of a getdents64 buffer but "."
+// and "..", and its type; an entry of unknown type is lstat'd in the
+// directory fd for it, and skipped if it is gone.
+func parseDirents(fd int, p string, b []byte, add func(name []byte, typ fs.FileMode)) error {
+	for len(b) > 0 {
+		if len(b) < 19 {
+			return &os.PathError{Op: "readdirent", Path: p, Err: unix.EIO}
+		}
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			return &os.PathError{Op: "readdirent", Path: p, Err: unix.EIO}
+		}
+		rec := b[:reclen]
+		b = b[reclen:]
+		ino, dt := binary.NativeEndian.Uint64(rec[0:8]), rec[18]
+		name := rec[19:]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if ino == 0 || string(name) == "." || string(name) == ".." {
+			continue
+		}
+		var typ fs.FileMode
+		switch dt {
+		case unix.DT_REG:
+		case unix.DT_DIR:
+			typ = fs.ModeDir
+		case unix.DT_LNK:
+			typ = fs.ModeSymlink
+		case unix.DT_FIFO:
+			typ = fs.ModeNamedPipe
+		case unix.DT_SOCK:
+			typ = fs.ModeSocket
+		case unix.DT_CHR:
+			typ = fs.ModeDevice | fs.ModeCharDevice
+		case unix.DT_BLK:
+			typ = fs.ModeDevice
+		default: // DT_UNKNOWN: ask
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if err == unix.ENOENT {
+					continue // removed since it was listed
+				}
+				return &os.PathError{Op: "lstat", Path: p + string(os.PathSeparator) + string(name), Err: err}
+			}
+			typ = modeType(st.Mode)
+		}
+		add(name, typ)
+	}
+	return nil
 }
