@@ -12,7 +12,8 @@ import (
 // w9SQLite stores dbVersions versions of a dbBytes SQLite memory.db, each
 // with about 1% of its pages changed, in agentstate (CLI commits), git (add
 // and commit each version, then git gc) and restic (one backup per
-// version), and compares the bytes each keeps on disk.
+// version), and compares the bytes each keeps on disk (agentstate's after
+// agentstate gc, which packs the versions, git's after git gc).
 func w9SQLite(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
 	r, err := newRunner(cfg)
 	if err != nil {
