@@ -382,28 +382,36 @@ func (s *passGate) Get(ctx context.Context, c objects.CID) ([]byte, error) {
 	return s.gateStore.Get(ctx, c)
 }
 
+// gatedPages opens a 12000-row database's pages over a passGate, which a
+// test closes; the gate is opened and the pages closed when it ends.
+func gatedPages(t *testing.T) ([]byte, *passGate, *sqlitedb.Pages) {
+	t.Helper()
+	content, _ := os.ReadFile(memoryDB(t, 12000))
+	ms := memstore.New()
+	v, blocks := objects.NewFileValue(content)
+	if err := ms.Put(context.Background(), blocks...); err != nil {
+		t.Fatal(err)
+	}
+	gate := &passGate{&gateStore{BlockStore: ms, entered: make(chan struct{}, 1024), open: make(chan struct{})}, map[objects.CID]bool{}}
+	p, err := sqlitedb.OpenPages(context.Background(), gate, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		gate.closed.Store(false)
+		close(gate.open)
+		p.Close()
+	})
+	return content, gate, p
+}
+
 // A read of a page whose fetch is queued and not taken by a worker reads
 // it there and then: it does not wait behind the fetches queued before it
 // (here the workers are held, so waiting would never end), and the fetch
 // is not read a second time.
 func TestReadTakesItsQueuedFetch(t *testing.T) {
 	ctx := context.Background()
-	content, _ := os.ReadFile(memoryDB(t, 12000))
-	ms := memstore.New()
-	v, blocks := objects.NewFileValue(content)
-	if err := ms.Put(ctx, blocks...); err != nil {
-		t.Fatal(err)
-	}
-	gate := &passGate{&gateStore{BlockStore: ms, entered: make(chan struct{}, 1024), open: make(chan struct{})}, map[objects.CID]bool{}}
-	p, err := sqlitedb.OpenPages(ctx, gate, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	defer func() {
-		gate.closed.Store(false)
-		close(gate.open)
-	}()
+	content, gate, p := gatedPages(t)
 	for n := int64(1); n <= p.PageCount(); n++ {
 		if _, err := p.PageCID(ctx, n); err != nil {
 			t.Fatal(err)
@@ -450,22 +458,7 @@ func TestReadTakesItsQueuedFetch(t *testing.T) {
 // batch is held for ever, and the read of the first still returns.
 func TestFetchDoneBeforeItsBatch(t *testing.T) {
 	ctx := context.Background()
-	content, _ := os.ReadFile(memoryDB(t, 12000))
-	ms := memstore.New()
-	v, blocks := objects.NewFileValue(content)
-	if err := ms.Put(ctx, blocks...); err != nil {
-		t.Fatal(err)
-	}
-	gate := &passGate{&gateStore{BlockStore: ms, entered: make(chan struct{}, 1024), open: make(chan struct{})}, map[objects.CID]bool{}}
-	p, err := sqlitedb.OpenPages(ctx, gate, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	defer func() {
-		gate.closed.Store(false)
-		close(gate.open)
-	}()
+	content, gate, p := gatedPages(t)
 	workers := runtime.GOMAXPROCS(0)
 	var ahead []int64
 	for n := int64(2); n < int64(2+4*workers); n++ { // four a worker: page 2 and 3 in the first batch
