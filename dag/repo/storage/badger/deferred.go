@@ -222,7 +222,7 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 func (s *Store) putHeld(blocks []objects.Block) error {
 	for _, b := range blocks {
 		s.held.add(blockKey(b.CID), b.Data)
-		if k, rec, ok := listSizeEntry(b); ok {
+		if k, rec, ok := s.listSizeEntry(b); ok {
 			s.held.add(k, rec)
 		}
 	}

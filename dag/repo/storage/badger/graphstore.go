@@ -43,7 +43,7 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 	var n int64
 	for _, b := range missing {
 		n += int64(len(b.Data) + 64)
-		if _, _, ok := listSizeEntry(b); ok {
+		if _, _, ok := s.listSizeEntry(b); ok {
 			n += 64
 		}
 	}
@@ -78,7 +78,7 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 			if err := set(blockKey(b.CID), b.Data); err != nil {
 				return fmt.Errorf("store: writing block %s: %w", b.CID, err)
 			}
-			if k, rec, ok := listSizeEntry(b); ok {
+			if k, rec, ok := s.listSizeEntry(b); ok {
 				if err := set(k, rec); err != nil {
 					return fmt.Errorf("store: writing the size record of %s: %w", b.CID, err)
 				}

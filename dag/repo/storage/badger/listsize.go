@@ -59,7 +59,15 @@ func DecodeListSize(c objects.CID, rec []byte) (uint64, bool) {
 
 // listSizeEntry returns the key and record to write with block b, or
 // ok false when b is no chunk list node.
-func listSizeEntry(b objects.Block) (key, rec []byte, ok bool) {
+func (s *Store) listSizeEntry(b objects.Block) (key, rec []byte, ok bool) {
+	key, rec, ok = listSizeEntryOf(b)
+	if ok {
+		s.lsizes.Store(lsizesSome)
+	}
+	return key, rec, ok
+}
+
+func listSizeEntryOf(b objects.Block) (key, rec []byte, ok bool) {
 	if b.CID.Codec() != objects.CodecDagCBOR {
 		return nil, nil, false
 	}
@@ -76,6 +84,48 @@ func listSizeEntry(b objects.Block) (key, rec []byte, ok bool) {
 // block again (Badger's block cache takes a block in only some time after
 // it was read, so lookups in a row miss it).
 const listSizeWalk = 256
+
+// listSizePoint is how many records at most are looked up one by one
+// rather than in one pass of an iterator.
+const listSizePoint = 8
+
+// Whether the store holds any list size record (Store.lsizes): a store
+// written before they were kept holds none until verify --repair, and its
+// readers then skip the lookups instead of making each in vain. Another
+// process writing records meanwhile is not seen: its nodes are read.
+const (
+	lsizesUnknown = iota
+	lsizesNone
+	lsizesSome
+)
+
+// hasListSizes reports whether the store may hold list size records: it
+// looks for one the first time, and knows of those this process writes.
+func (s *Store) hasListSizes() bool {
+	switch s.lsizes.Load() {
+	case lsizesSome:
+		return true
+	case lsizesNone:
+		return false
+	}
+	found := false
+	_ = s.db.View(func(txn *badger.Txn) error {
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		o.Prefix = metaKey(ListSizePrefix)
+		it := txn.NewIterator(o)
+		defer it.Close()
+		it.Rewind()
+		found = it.Valid()
+		return nil
+	})
+	if found {
+		s.lsizes.Store(lsizesSome)
+	} else {
+		s.lsizes.CompareAndSwap(lsizesUnknown, lsizesNone)
+	}
+	return s.lsizes.Load() == lsizesSome
+}
 
 // ListSizes calls fn with the size of each of cids that has a good list
 // size record (objects.ListSizeReader), held or written. The records are
@@ -99,10 +149,34 @@ func (s *Store) ListSizes(ctx context.Context, cids []objects.CID, fn func(i int
 		}
 		asks = append(asks, ask{k, i})
 	}
-	if len(asks) == 0 {
+	if len(asks) == 0 || !s.hasListSizes() {
 		return ctx.Err()
 	}
 	slices.SortFunc(asks, func(a, b ask) int { return bytes.Compare(a.key, b.key) })
+	decode := func(i int, v []byte) {
+		if size, ok := DecodeListSize(cids[i], v); ok {
+			fn(i, size)
+		}
+	}
+	if len(asks) <= listSizePoint {
+		// A few: a lookup each (the table's bloom filter passes over most
+		// tables), cheaper than an iterator over every level.
+		return s.db.View(func(txn *badger.Txn) error {
+			for _, a := range asks {
+				it, err := txn.Get(a.key)
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					continue
+				}
+				if err == nil {
+					err = it.Value(func(v []byte) error { decode(a.i, v); return nil })
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return ctx.Err()
+		})
+	}
 	return s.db.View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.PrefetchValues = false
@@ -127,13 +201,7 @@ func (s *Store) ListSizes(ctx context.Context, cids []objects.CID, fn func(i int
 			if !bytes.Equal(it.Item().Key(), a.key) {
 				continue
 			}
-			c := cids[a.i]
-			if err := it.Item().Value(func(v []byte) error {
-				if size, ok := DecodeListSize(c, v); ok {
-					fn(a.i, size)
-				}
-				return nil
-			}); err != nil {
+			if err := it.Item().Value(func(v []byte) error { decode(a.i, v); return nil }); err != nil {
 				return err
 			}
 		}
@@ -196,6 +264,7 @@ func (s *Store) RebuildListSizes(ctx context.Context) (int, error) {
 				return nil
 			}
 			meta = append(meta, []byte(ListSizePrefix+string(c.Bytes())), EncodeListSize(c, size))
+			s.lsizes.Store(lsizesSome)
 			n++
 			if len(meta) >= 2*4096 {
 				return flush()

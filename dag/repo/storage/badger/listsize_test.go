@@ -176,3 +176,40 @@ func TestListSizeVector(t *testing.T) {
 		t.Fatalf("vector: node %s size %d record %x", first.CID, size, rec)
 	}
 }
+
+// A store holding no list size record (written before they were kept)
+// answers none without looking each up; once one is written, by this
+// process or found at open, lookups find them, few (one by one) or many
+// (one pass).
+func TestListSizesNoneThenSome(t *testing.T) {
+	ctx := context.Background()
+	s, dir := createSync(t)
+	_, blocks := objects.NewFileValue(sqliteShaped(600))
+	lists := listNodesOf(t, blocks)
+	var all []objects.CID
+	for c := range lists {
+		all = append(all, c)
+	}
+	if got := sizesOf(t, s, all); len(got) != 0 {
+		t.Fatalf("%d sizes before any node was stored", len(got))
+	}
+	if err := s.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	for _, ask := range [][]objects.CID{all[:3], all} {
+		if got := sizesOf(t, s, ask); len(got) != len(ask) {
+			t.Fatalf("%d sizes for %d list nodes stored by this process", len(got), len(ask))
+		}
+	}
+	s.Close()
+	r, err := badger.Open(dir, badger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, ask := range [][]objects.CID{all[:3], all} {
+		if got := sizesOf(t, r, ask); len(got) != len(ask) {
+			t.Fatalf("after reopening: %d sizes for %d list nodes", len(got), len(ask))
+		}
+	}
+}

@@ -132,6 +132,7 @@ type Store struct {
 
 	taskRec atomic.Pointer[TaskRecorder] // writes the task record of each tape line (taskrecstore.go)
 	packs   packCache                    // decompressed packs (pack.go)
+	lsizes  atomic.Int32                 // whether list size records are held (listsize.go)
 }
 
 // shedEvery is how many block bytes a store moves through Badger's mapped
@@ -929,6 +930,9 @@ func (s *Store) get(key []byte) (v []byte, ok bool, err error) {
 func (s *Store) SetMeta(ctx context.Context, name string, v []byte) error {
 	if err := s.checkWrite(int64(len(name) + len(v) + 16)); err != nil {
 		return err
+	}
+	if strings.HasPrefix(name, ListSizePrefix) {
+		s.lsizes.Store(lsizesSome)
 	}
 	if s.deferring(ctx) {
 		return s.setHeld(metaKey(name), v)
