@@ -26,12 +26,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/agentstate/agentstate/internal/cmd/bench/floorstore"
+
 	badger "github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 )
 
 func main() {
@@ -61,54 +61,12 @@ func main() {
 	}
 }
 
-// storeOptions are the options dag/repo/storage/badger opens a store with.
-func storeOptions(dir string, readOnly bool) badger.Options {
-	return badger.DefaultOptions(dir).
-		WithLogger(nil).
-		WithNumVersionsToKeep(1).
-		WithReadOnly(readOnly).
-		WithMemTableSize(8 << 20).
-		WithValueThreshold(16 << 10).
-		WithValueLogFileSize(64 << 20).
-		WithCompression(options.ZSTD).
-		WithZSTDCompressionLevel(3).
-		WithBlockSize(16 << 10).
-		WithBlockCacheSize(32 << 20).
-		WithIndexCacheSize(16 << 20).
-		WithNumCompactors(2).
-		WithNumLevelZeroTables(9).
-		WithNumLevelZeroTablesStall(18).
-		WithDetectConflicts(true)
-}
-
-// levelZero counts the level-0 tables the store's MANIFEST lists: a
-// writable open merges level 0 at close once it holds 7, as the store's
-// does.
-func levelZero(dir string) int {
-	f, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	m, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dir))
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, t := range m.Tables {
-		if t.Level == 0 {
-			n++
-		}
-	}
-	return n
-}
-
 func put(dir string, key []byte, valueFile string) error {
 	v, err := os.ReadFile(valueFile)
 	if err != nil {
 		return err
 	}
-	db, err := badger.Open(storeOptions(dir, false).WithCompactL0OnClose(levelZero(dir) >= 7))
+	db, err := badger.Open(floorstore.Options(dir, false).WithCompactL0OnClose(floorstore.LevelZero(dir) >= 7))
 	if err != nil {
 		return err
 	}
@@ -120,7 +78,7 @@ func put(dir string, key []byte, valueFile string) error {
 }
 
 func get(dir string, key []byte) error {
-	db, err := badger.Open(storeOptions(dir, true))
+	db, err := badger.Open(floorstore.Options(dir, true))
 	if err != nil {
 		return err
 	}
@@ -172,7 +130,7 @@ func readList(dir, file string) error {
 			return fmt.Errorf("%s: bad line %q", file, line)
 		}
 	}
-	db, err := badger.Open(storeOptions(dir, true))
+	db, err := badger.Open(floorstore.Options(dir, true))
 	if err != nil {
 		return err
 	}

@@ -34,8 +34,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentstate/agentstate/internal/cmd/bench/floorstore"
+
 	badger "github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 )
 
 func main() {
@@ -68,52 +69,9 @@ func usage() {
 	os.Exit(2)
 }
 
-// storeOptions are the options dag/repo/storage/badger opens a store with
-// (as in ../badgerfloor).
-func storeOptions(dir string, readOnly bool) badger.Options {
-	return badger.DefaultOptions(dir).
-		WithLogger(nil).
-		WithNumVersionsToKeep(1).
-		WithReadOnly(readOnly).
-		WithMemTableSize(8 << 20).
-		WithValueThreshold(16 << 10).
-		WithValueLogFileSize(64 << 20).
-		WithCompression(options.ZSTD).
-		WithZSTDCompressionLevel(3).
-		WithBlockSize(16 << 10).
-		WithBlockCacheSize(32 << 20).
-		WithIndexCacheSize(16 << 20).
-		WithNumCompactors(2).
-		WithNumLevelZeroTables(9).
-		WithNumLevelZeroTablesStall(18).
-		WithDetectConflicts(true)
-}
-
-// levelZero counts the level-0 tables the store's MANIFEST lists: a
-// writable open merges level 0 at close once it holds 7, as the store's
-// does.
-func levelZero(dir string) int {
-	f, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	m, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dir))
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, t := range m.Tables {
-		if t.Level == 0 {
-			n++
-		}
-	}
-	return n
-}
-
 // keySizes lists every key of a store with its value's size.
 func keySizes(dir string) (map[string]int64, error) {
-	db, err := badger.Open(storeOptions(dir, true))
+	db, err := badger.Open(floorstore.Options(dir, true))
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +203,7 @@ func write(dir, sizesFile, walkDir string, files []string) error {
 	if len(pool) == 0 {
 		pool = []byte{0}
 	}
-	db, err := badger.Open(storeOptions(dir, false).WithCompactL0OnClose(levelZero(dir) >= 7))
+	db, err := badger.Open(floorstore.Options(dir, false).WithCompactL0OnClose(floorstore.LevelZero(dir) >= 7))
 	if err != nil {
 		return err
 	}
