@@ -84,3 +84,19 @@ func TestVerifyListSizes(t *testing.T) {
 		t.Fatalf("after rebuild: %d records, problems %v (%v)", rep.ListSizeRecords, rep.Problems, err)
 	}
 }
+
+// A served store's client cannot write a list size record: a lying one
+// would make a reader's diff fail, so only the store writes them, from
+// the nodes themselves.
+func TestClientCannotWriteListSizes(t *testing.T) {
+	ctx := context.Background()
+	r, err := repo.Init(filepath.Join(t.TempDir(), "s"), repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := objects.Sum(objects.CodecDagCBOR, []byte("\xa0"))
+	if err := r.CheckClientMeta(ctx, badger.ListSizePrefix+string(c.Bytes()), badger.EncodeListSize(c, 4096)); err == nil {
+		t.Fatal("a client's list size record was accepted")
+	}
+}
