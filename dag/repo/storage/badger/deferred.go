@@ -22,7 +22,11 @@ import (
 // with a context from Deferred is held in memory (reads see it at once) and
 // written by the store's next write that is not deferred, in the same
 // Badger transaction when it is small enough (else in a synced batch just
-// before it), or by Close. The next durable write is thus one fsync for
+// before it), or by Close. Held writes take no room on the file system
+// until then, so the room they need is checked then, with the write that
+// carries them (space.go): a durable write refused for lack of space
+// leaves them held, and a Close that cannot write them loses them, as a
+// kill would. The next durable write is thus one fsync for
 // the task's blocks, its landing and the previous task's receipt, and
 // nothing durable ever reaches a block that is not: a HEAD move carries
 // every block held so far.
@@ -125,6 +129,13 @@ func (h *held) written(keys [][]byte) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// Usually keys are every held key, in order (nothing was held or
+	// dropped since the snapshot): all go at once.
+	if len(keys) == len(h.keys) && slices.EqualFunc(keys, h.keys, bytes.Equal) {
+		clear(h.vals)
+		h.keys, h.bytes = h.keys[:0], 0
+		return
+	}
 	gone := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		if v, ok := h.vals[string(k)]; ok {
@@ -172,9 +183,13 @@ func (s *Store) deferring(ctx context.Context) bool { return s.sync && isDeferre
 // flushHeld writes every held write in synced batches; the durable writes
 // that cannot carry them in their own transaction call it first.
 func (s *Store) flushHeld() error {
-	keys, vals, _ := s.held.snapshot()
+	keys, vals, n := s.held.snapshot()
 	if len(keys) == 0 {
 		return nil
+	}
+	// The held writes were not checked for room when they were held.
+	if err := s.checkWrite(0); err != nil {
+		return err
 	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
@@ -188,6 +203,7 @@ func (s *Store) flushHeld() error {
 		return err
 	}
 	s.held.written(keys)
+	s.pending.Add(int64(n))
 	return nil
 }
 
@@ -200,7 +216,7 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 		if err := s.flushHeld(); err != nil {
 			return err
 		}
-		keys, vals = nil, nil
+		keys, vals, n = nil, nil, 0
 	}
 	s.writes.Add(1)
 	err := s.db.Update(func(txn *badger.Txn) error {
@@ -213,6 +229,7 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 	})
 	if err == nil {
 		s.held.written(keys)
+		s.pending.Add(int64(n))
 	}
 	return err
 }

@@ -93,3 +93,73 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("%d blocks after reopening, want the %d stored", n, len(kept))
 	}
 }
+
+// Deferred writes are checked for room when they reach the file system:
+// the durable write that would carry more than the disk can take is
+// refused with ErrDiskFull and writes nothing (the held writes stay held,
+// readable), a deferred write that would have to be written at once
+// (past MaxHeld) is refused before it is held, and the store reopens
+// with everything written durably before.
+func TestDiskFullDeferred(t *testing.T) {
+	ctx := context.Background()
+	fs := smallFS(t, "12m")
+	dir := filepath.Join(fs, "s")
+	s, err := badger.Create(dir, badger.Options{Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	durable := randomValue(t, 64<<10)
+	if err := s.Put(ctx, durable); err != nil {
+		t.Fatal(err)
+	}
+	ballast := filepath.Join(fs, "ballast")
+	if err := os.WriteFile(ballast, make([]byte, 6<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := badger.Deferred(ctx)
+	var held []objects.Block
+	for len(held)*(256<<10) < badger.MaxHeld-(256<<10) {
+		b := randomValue(t, 256<<10)
+		if err := s.Put(d, b); err != nil {
+			t.Fatalf("deferred put %d (%d KiB held, in memory): %v", len(held), len(held)*256, err)
+		}
+		held = append(held, b)
+	}
+	if err := s.SetMeta(ctx, "x", []byte("1")); !errors.Is(err, badger.ErrDiskFull) {
+		t.Fatalf("durable write carrying %d KiB held on a full disk: %v, want ErrDiskFull", len(held)*256, err)
+	}
+	if _, ok, err := s.GetMeta(ctx, "x"); ok || err != nil {
+		t.Fatalf("the refused write's record: %v, %v; want none", ok, err)
+	}
+	for _, b := range held {
+		if _, err := s.Get(ctx, b.CID); err != nil {
+			t.Fatalf("a held block after the refusal: %v", err)
+		}
+	}
+	past := randomValue(t, 512<<10)
+	if err := s.Put(d, past); !errors.Is(err, badger.ErrDiskFull) {
+		t.Fatalf("deferred put past MaxHeld on a full disk: %v, want ErrDiskFull", err)
+	}
+	if ok, err := s.Has(ctx, past.CID); ok || err != nil {
+		t.Fatalf("the refused deferred block: %v, %v; want not held", ok, err)
+	}
+	if err := s.Close(); !errors.Is(err, badger.ErrDiskFull) {
+		t.Fatalf("close with held writes that do not fit: %v, want ErrDiskFull", err)
+	}
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	s, err = badger.Open(dir, badger.Options{Sync: true})
+	if err != nil {
+		t.Fatalf("open after freeing space: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.Get(ctx, durable.CID); err != nil {
+		t.Fatalf("the block written durably before: %v", err)
+	}
+	for _, b := range held {
+		if ok, err := s.Has(ctx, b.CID); ok || err != nil {
+			t.Fatalf("a deferred block that never fit: %v, %v; want lost with the close", ok, err)
+		}
+	}
+}

@@ -39,3 +39,7 @@ const MaxHeld = maxHeld
 // TapeScans counts the seeks of a tape's end in Badger since the process
 // started.
 func TapeScans() int64 { return tapeScans.Load() }
+
+// FreeLookups counts the free-space lookups of the stores' write checks
+// since the process started.
+func FreeLookups() int64 { return freeLookups.Load() }

@@ -53,10 +53,10 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 	if n == 0 {
 		return nil
 	}
-	if err := s.checkWrite(n); err != nil {
-		return err
-	}
 	if s.deferring(ctx) {
+		if err := s.checkHeld(n); err != nil {
+			return err
+		}
 		// Held with the blocks a deferred write holds (deferred.go), in
 		// order: the next durable write carries them all.
 		if err := s.putHeld(missing); err != nil {
@@ -69,6 +69,9 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 			return s.flushHeld()
 		}
 		return nil
+	}
+	if err := s.checkWrite(n); err != nil {
+		return err
 	}
 	set := func(set func(k, v []byte) error) error {
 		for _, b := range missing {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -55,6 +56,7 @@ func humanBytes(n int64) string {
 // checkFree returns a *DiskFullError when fewer than need bytes are free on
 // the file system holding dir.
 func checkFree(dir string, need int64) error {
+	freeLookups.Add(1)
 	have, ok, err := freeBytes(dir)
 	if err != nil {
 		return fmt.Errorf("store: checking free space in %s: %w", dir, err)
@@ -165,14 +167,34 @@ func (s *Store) writeNeed(n int64) int64 {
 }
 
 // checkWrite refuses a write of about n bytes that the file system may not
-// have room for.
+// have room for. The write reaches Badger with every deferred write held so
+// far (deferred.go), so their bytes count too: a deferred write is in
+// memory until then and is not checked on its own (checkHeld).
 func (s *Store) checkWrite(n int64) error {
 	if s.dir == "" {
 		return nil
 	}
-	if err := checkFree(s.dir, s.writeNeed(n)); err != nil {
+	if err := checkFree(s.dir, s.writeNeed(n+int64(s.held.size()))); err != nil {
 		return err
 	}
 	s.pending.Add(n)
 	return nil
 }
+
+// checkHeld is checkWrite for a deferred write of about n bytes: held in
+// memory, it needs no room on the file system until the write that carries
+// it reaches Badger, which checks for it then (checkWrite, flushHeld). Only
+// a deferred write that brings the held writes past maxHeld, and so is
+// written at once, is checked here, before anything is held: a refused
+// write holds nothing.
+func (s *Store) checkHeld(n int64) error {
+	held := int64(s.held.size())
+	if s.dir == "" || held+n <= maxHeld {
+		return nil
+	}
+	return checkFree(s.dir, s.writeNeed(held+n))
+}
+
+// freeLookups counts the file system's free-space lookups of write checks
+// (tests).
+var freeLookups atomic.Int64

@@ -928,7 +928,11 @@ func (s *Store) get(key []byte) (v []byte, ok bool, err error) {
 }
 
 func (s *Store) SetMeta(ctx context.Context, name string, v []byte) error {
-	if err := s.checkWrite(int64(len(name) + len(v) + 16)); err != nil {
+	check := s.checkWrite
+	if s.deferring(ctx) {
+		check = s.checkHeld
+	}
+	if err := check(int64(len(name) + len(v) + 16)); err != nil {
 		return err
 	}
 	if strings.HasPrefix(name, ListSizePrefix) {
