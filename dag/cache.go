@@ -2,6 +2,8 @@ package dag
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/agentstate/agentstate/objects"
@@ -85,6 +87,17 @@ func (c *CommitCache) get(id objects.CID) (*objects.Commit, []byte, bool) {
 
 func (c *CommitCache) keep(id objects.CID, cm *objects.Commit, data []byte) {
 	c.keepBundle(id, cm, data, nil)
+}
+
+// Keep caches a commit its writer just stored, as it stored it (data, the
+// block's bytes, decodes to cm): the writer and the readers after it (the
+// next task's start, the task record of its receipt) find it decoded. cm
+// is copied; the caller may change its own afterwards.
+func (c *CommitCache) Keep(id objects.CID, cm *objects.Commit, data []byte) {
+	kept := *cm
+	kept.Parents = slices.Clone(cm.Parents)
+	kept.Metadata = maps.Clone(cm.Metadata)
+	c.keep(id, &kept, data)
 }
 
 // getBundle is get with the bundle hash kept with the commit (nil: none).

@@ -97,3 +97,50 @@ func TestCheckLandingReusedNodeElsewhere(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// A commit WriteCommit stored is read back from the commit cache, not the
+// store (a task's record and the next task's start read it at once), and
+// equals what was stored; changing the caller's commit afterwards does not
+// change it.
+func TestWrittenCommitIsReadWithoutTheStore(t *testing.T) {
+	ctx := context.Background()
+	s := &countingStorage{Storage: memory.New()}
+	r := repo.New(s)
+	tree, err := r.EmptyTree(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := map[string]string{"task": "t1", "key": "k"}
+	id, c, err := r.WriteCommit(ctx, repo.CommitSpec{Tree: tree, Message: "first", Metadata: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2, _, err := r.WriteCommit(ctx, repo.CommitSpec{Tree: tree, Message: "second", Parents: []objects.CID{id}, ParentTime: c.Time})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta["task"], c.Metadata["key"] = "changed", "changed"
+	s.gets.Store(0)
+	got, err := r.Commit(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Commit(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.gets.Load(); n != 0 {
+		t.Fatalf("reading two commits just written read the store %d times, want 0", n)
+	}
+	data, err := s.Storage.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := objects.DecodeCommit(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Message != stored.Message || got.Time != stored.Time || got.Tree != stored.Tree ||
+		fmt.Sprint(got.Metadata) != fmt.Sprint(stored.Metadata) || got.Metadata["task"] != "t1" || got.Metadata["key"] != "k" {
+		t.Fatalf("cached commit %+v, stored %+v", got, stored)
+	}
+}

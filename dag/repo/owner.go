@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/refs"
 )
@@ -71,12 +72,23 @@ func (r *Repo) WriteCommit(ctx context.Context, spec CommitSpec) (objects.CID, *
 			return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)
 		}
 		r.noteGraph(map[objects.CID]graphPos{b.CID: pos})
+		r.keepCommit(b, c)
 		return b.CID, c, nil
 	}
 	if err := r.Blocks.Put(ctx, append(spec.Blocks, b)...); err != nil {
 		return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)
 	}
+	r.keepCommit(b, c)
 	return b.CID, c, nil
+}
+
+// keepCommit puts a commit just stored in the commit cache: a runtime's
+// task reads its own commits again (its task record, the next task's
+// start), and would otherwise read, re-hash and decode each from the store.
+func (r *Repo) keepCommit(b objects.Block, c *objects.Commit) {
+	if cc, ok := r.Blocks.(*dag.CommitCache); ok {
+		cc.Keep(b.CID, c, b.Data)
+	}
 }
 
 // CommitRequest asks for a new commit on top of an agent's HEAD.
