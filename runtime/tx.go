@@ -386,7 +386,15 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 			return
 		}
 		rec, err := rt.receipt(c, tx.agent, tx.task, tx.start, tx.start, tx.last, tx.last, tx.writes, now, &h)
-		early <- earlyReceipt{rec, err}
+		if err != nil {
+			early <- earlyReceipt{err: err}
+			return
+		}
+		// The receipt's line and its task record (what the tape append
+		// writes with it) are made here too.
+		line := rec.Line()
+		rt.repo.PrepareTaskRecord(c, tx.agent, line)
+		early <- earlyReceipt{rec: rec, line: line}
 	}()
 	var prepared earlyReceipt
 	waited := false
@@ -419,7 +427,7 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 	// Landed. From here on nothing may be reported as a task failure
 	// except a receipt that could not be kept.
 	lctx := context.WithoutCancel(ctx)
-	rec := wait().rec
+	rec, line := wait().rec, wait().line
 	if l.Merged || l.From != tx.start || l.Commit != tx.last || l.Entry.Time != now || rec == nil {
 		// A merge (its receipt names the merge commit), or the early
 		// receipt failed: receipt computes what it needs (and says why it
@@ -427,11 +435,12 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 		if rec, err = rt.receipt(lctx, tx.agent, tx.task, tx.start, l.From, l.Commit, tx.last, tx.writes, l.Entry.Time, nil); err != nil {
 			return nil, fmt.Errorf("%w: task %q landed at %s: %w", ErrReceiptNotKept, tx.task.ID, l.Commit, err)
 		}
+		line = rec.Line()
 	}
 	// The receipt rides with the next durable write (the next landing, or
 	// Close): a receipt lost with the process is re-created from the
 	// operation log when the agent is next loaded.
-	if _, err := rt.tape.Append(repo.Deferred(lctx), tx.agent, rec.Line()); err != nil {
+	if _, err := rt.tape.Append(repo.Deferred(lctx), tx.agent, line); err != nil {
 		return rec, fmt.Errorf("%w: task %q landed at %s: %w", ErrReceiptNotKept, tx.task.ID, l.Commit, err)
 	}
 	if rec.BundleBefore != rec.BundleAfter {
@@ -442,8 +451,9 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 
 // earlyReceipt is the receipt land prepares while the landing is written.
 type earlyReceipt struct {
-	rec *Receipt
-	err error
+	rec  *Receipt
+	line []byte // rec.Line()
+	err  error
 }
 
 // receipt builds and signs the receipt of a landing from HEAD from to

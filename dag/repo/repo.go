@@ -39,12 +39,13 @@ type Repo struct {
 	Now func() int64
 
 	leafCache *leafCache
-	statMem   *export.MemMeta // StatCache of storage not on disk
-	gate      *gate           // gc against writers in flight (gate.go)
-	moves     *agentLocks     // in-process HEAD moves of one agent take turns (gate.go)
-	dirInfo   os.FileInfo     // Dir as opened (see IsDir)
-	graph     *graphState     // the commit graph's writer (graph.go)
-	reds      *redCache       // honoured redaction records (redact.go)
+	statMem   *export.MemMeta  // StatCache of storage not on disk
+	gate      *gate            // gc against writers in flight (gate.go)
+	moves     *agentLocks      // in-process HEAD moves of one agent take turns (gate.go)
+	dirInfo   os.FileInfo      // Dir as opened (see IsDir)
+	graph     *graphState      // the commit graph's writer (graph.go)
+	reds      *redCache        // honoured redaction records (redact.go)
+	prepared  *preparedRecords // task records made before their append (taskrecord.go)
 }
 
 // commitCacheSize bounds the decoded commits a Repo keeps (a few hundred
@@ -164,7 +165,7 @@ func wrapSized(dir string, s Storage, cacheSize int) *Repo {
 		cc.UseGraph(s)
 	}
 	r := &Repo{Dir: dir, Storage: s, Refs: refs.New(s), Blocks: cc, Tape: tape.New(s), Now: Now,
-		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}, graph: &graphState{}, reds: &redCache{}}
+		leafCache: &leafCache{}, statMem: &export.MemMeta{}, gate: &gate{}, moves: &agentLocks{}, graph: &graphState{}, reds: &redCache{}, prepared: &preparedRecords{}}
 	r.Refs.SetCuts(cutSource{r})
 	if ts, ok := s.(TaskRecordStore); ok {
 		ts.SetTaskRecorder(r.taskRecorder)

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/dag/repo/storage/badger"
@@ -383,8 +385,13 @@ func (r *Repo) TaskRecordOf(ctx context.Context, agent string, line []byte) (Tas
 }
 
 // taskRecorder is the storage's hook (TaskRecordStore): the bytes of the
-// record of a line appended to agent's tape, nil for none.
+// record of a line appended to agent's tape, nil for none; the record
+// PrepareTaskRecord made for these very bytes when there is one.
 func (r *Repo) taskRecorder(ctx context.Context, agent string, line []byte) []byte {
+	if rec, ok := r.prepared.take(agent, line); ok {
+		return rec
+	}
+	taskRecordsComputed.Add(1)
 	t, err := r.TaskRecordOf(context.WithoutCancel(ctx), agent, line)
 	if err != nil {
 		return nil // no record: readers of this agent's tasks walk its history
@@ -582,4 +589,64 @@ func (t TaskRecord) describe() string {
 		return fmt.Sprintf("commit %s not in the store", t.Commit.Short())
 	}
 	return fmt.Sprintf("task %q attempt %q, commit %s, %d commits, keys %q, whole %v", t.ID, t.Attempt, t.Commit.Short(), t.Commits, t.Keys, t.Whole())
+}
+
+// PrepareTaskRecord computes the task record of line, a receipt line about
+// to be appended to agent's tape, before the append: the runtime does it
+// while a task's landing waits for the disk, so the append after the
+// landing, of exactly these bytes, writes it without computing it again.
+// The record depends only on the line and the commits it names, which are
+// stored and immutable, so it is the one the append would compute. One
+// record is kept per agent (the next prepared replaces it); an append of
+// other bytes computes its own.
+func (r *Repo) PrepareTaskRecord(ctx context.Context, agent string, line []byte) {
+	if _, ok := r.Storage.(TaskRecordStore); !ok {
+		return
+	}
+	taskRecordsComputed.Add(1)
+	t, err := r.TaskRecordOf(context.WithoutCancel(ctx), agent, line)
+	var rec []byte
+	if err == nil {
+		rec = EncodeTaskRecord(t)
+	}
+	r.prepared.put(agent, bytes.Clone(line), rec)
+}
+
+// taskRecordsComputed counts the task records computed (tests).
+var taskRecordsComputed atomic.Int64
+
+// preparedRecords are the task records PrepareTaskRecord made, one per
+// agent, each with the line it is the record of.
+type preparedRecords struct {
+	mu sync.Mutex
+	m  map[string]preparedRecord
+}
+
+type preparedRecord struct{ line, rec []byte }
+
+func (p *preparedRecords) put(agent string, line, rec []byte) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]preparedRecord{}
+	}
+	p.m[agent] = preparedRecord{line, rec}
+}
+
+// take returns, and forgets, the record prepared for line of agent's.
+func (p *preparedRecords) take(agent string, line []byte) ([]byte, bool) {
+	if p == nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr, ok := p.m[agent]
+	if !ok || !bytes.Equal(pr.line, line) {
+		return nil, false
+	}
+	delete(p.m, agent)
+	return pr.rec, true
 }
