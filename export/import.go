@@ -26,6 +26,57 @@ type ImportOptions struct {
 	Cache MetaStore
 	// RacyWindow replaces the package's RacyWindow when positive (tests).
 	RacyWindow time.Duration
+	// Ahead, when set, is the directory's scan started earlier (StartScan),
+	// for instance while the store was being opened: ImportDir takes its
+	// result instead of scanning, and its start as the recording's time.
+	Ahead *ScanAhead
+}
+
+// A ScanAhead is a brain directory's scan (Scan) running in the background,
+// started before the store it is imported into is open: a commit's scan of
+// 10k files and the store's open take about as long each, and neither needs
+// the other.
+type ScanAhead struct {
+	abs     string
+	start   time.Time // taken before the scan stats any file
+	cancel  context.CancelFunc
+	done    chan struct{}
+	files   []ScannedFile
+	skipped []Skipped
+	err     error
+}
+
+// StartScan starts scanning dir in the background. Stop ends it; ImportDir
+// waits for it (ImportOptions.Ahead).
+func StartScan(ctx context.Context, dir string) *ScanAhead {
+	ctx, cancel := context.WithCancel(ctx)
+	a := &ScanAhead{start: time.Now(), cancel: cancel, done: make(chan struct{})}
+	var err error
+	if a.abs, err = filepath.Abs(dir); err != nil {
+		a.err = fmt.Errorf("export: brain directory: %w", err)
+		close(a.done)
+		return a
+	}
+	go func() {
+		defer close(a.done)
+		a.files, a.skipped, a.err = Scan(ctx, a.abs)
+	}()
+	return a
+}
+
+// Stop cancels the scan if it is still running and waits for it to end.
+func (a *ScanAhead) Stop() {
+	a.cancel()
+	<-a.done
+}
+
+// result waits for the scan of abs and returns what it found.
+func (a *ScanAhead) result(abs string) ([]ScannedFile, []Skipped, error) {
+	<-a.done
+	if a.abs != abs && a.err == nil {
+		return nil, nil, fmt.Errorf("export: the scan started ahead is of %s, not %s", a.abs, abs)
+	}
+	return a.files, a.skipped, a.err
 }
 
 // ImportResult is what ImportDir did.
@@ -51,6 +102,9 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 	}
 	// Taken before any file is stat'd: the recording is no later than them.
 	start := time.Now()
+	if opts.Ahead != nil {
+		start = opts.Ahead.start
+	}
 	old := loadStatCache(opts.Cache, abs)
 	var t *objects.Tree
 	if old.usable(ctx, bs) {
@@ -87,7 +141,13 @@ func ImportDir(ctx context.Context, bs objects.BlockStore, dir string, opts Impo
 			}
 		}
 	}
-	files, skipped, err := Scan(ctx, abs)
+	var files []ScannedFile
+	var skipped []Skipped
+	if opts.Ahead != nil {
+		files, skipped, err = opts.Ahead.result(abs)
+	} else {
+		files, skipped, err = Scan(ctx, abs)
+	}
 	if err != nil {
 		return res, err
 	}

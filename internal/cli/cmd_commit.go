@@ -27,8 +27,12 @@ func (e *env) runCommit(c *cli.Context) error {
 		return err
 	}
 	dir := c.Args().First()
+	// The directory is scanned while the store opens (the scan needs no
+	// store; a served store's command scans here too).
+	ahead := export.StartScan(e.ctx, e.path(dir))
+	defer ahead.Stop()
 	return e.withRepo(func(r *repo.Repo) error {
-		res, err := export.ImportDir(e.ctx, r.Blocks, e.path(dir), export.ImportOptions{Cache: r.StatCache()})
+		res, err := export.ImportDir(e.ctx, r.Blocks, e.path(dir), export.ImportOptions{Cache: r.StatCache(), Ahead: ahead})
 		if err != nil {
 			return err
 		}
