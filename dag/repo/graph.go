@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/dag"
 	"github.com/agentstate/agentstate/objects"
@@ -105,6 +106,7 @@ func (r *Repo) graphPosOf(ctx context.Context, c objects.CID) (graphPos, bool, e
 	if ok {
 		return p, true, nil
 	}
+	graphLookups.Add(1)
 	v, ok, err := r.Storage.GetMeta(ctx, dag.GraphIndexName(c))
 	if err != nil || !ok {
 		return graphPos{}, false, err
@@ -127,15 +129,31 @@ func (r *Repo) graphPosOf(ctx context.Context, c objects.CID) (graphPos, bool, e
 	return graphPos{seq: seq, gen: rec.Gen}, true, nil
 }
 
+// newGraphPutter is storage that writes a commit's records with it only
+// when the commit is not stored yet (the Badger storage): its write's
+// existence check of the commit stands for the lookup of the commit's
+// record.
+type newGraphPutter interface {
+	PutNewWithMeta(ctx context.Context, blocks []objects.Block, meta ...[]byte) (bool, error)
+}
+
+// graphLookups counts the commit-graph index lookups that reach the
+// storage (tests).
+var graphLookups atomic.Int64
+
 // graphRecordFor makes the records that add commit b (cm) to the graph,
 // after adding any of its parents' history the graph lacks. It returns nil
-// when the storage keeps no graph or c has a record already.
-func (r *Repo) graphRecordFor(ctx context.Context, b objects.Block, cm *objects.Commit, blocks []objects.Block) ([][]byte, graphPos, error) {
+// when the storage keeps no graph or c has a record already (looked up
+// only when own: else the write of the records is to check, by the
+// commit's presence, newGraphPutter).
+func (r *Repo) graphRecordFor(ctx context.Context, b objects.Block, cm *objects.Commit, blocks []objects.Block, own bool) ([][]byte, graphPos, error) {
 	if _, ok := r.graphPutter(); !ok {
 		return nil, graphPos{}, nil
 	}
-	if _, ok, err := r.graphPosOf(ctx, b.CID); err != nil || ok {
-		return nil, graphPos{}, err
+	if own {
+		if _, ok, err := r.graphPosOf(ctx, b.CID); err != nil || ok {
+			return nil, graphPos{}, err
+		}
 	}
 	parents := make([]uint64, len(cm.Parents))
 	var gen uint64

@@ -66,7 +66,19 @@ func (r *Repo) WriteCommit(ctx context.Context, spec CommitSpec) (objects.CID, *
 	}
 	// The commit's commit-graph record (graph.go) goes in the same write;
 	// the graph is a cache, so one that cannot be made is left behind.
-	meta, pos, gerr := r.graphRecordFor(ctx, b, c, spec.Blocks)
+	np, isNew := r.Storage.(newGraphPutter)
+	meta, pos, gerr := r.graphRecordFor(ctx, b, c, spec.Blocks, !isNew)
+	if isNew && gerr == nil && meta != nil {
+		wrote, err := np.PutNewWithMeta(ctx, append(spec.Blocks, b), meta...)
+		if err != nil {
+			return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)
+		}
+		if wrote {
+			r.noteGraph(map[objects.CID]graphPos{b.CID: pos})
+		}
+		r.keepCommit(b, c)
+		return b.CID, c, nil
+	}
 	if gp, ok := r.graphPutter(); ok && gerr == nil && meta != nil {
 		if err := gp.PutWithMeta(ctx, append(spec.Blocks, b), meta...); err != nil {
 			return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)

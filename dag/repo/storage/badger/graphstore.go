@@ -16,8 +16,26 @@ import (
 // together, with one sync when writes are durable, or are held together
 // when ctx defers writes (Deferred).
 func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ...[]byte) error {
+	_, err := s.putWithMeta(ctx, blocks, meta, false)
+	return err
+}
+
+// PutNewWithMeta is PutWithMeta that sets the records only when the last
+// of blocks (a commit) was not stored yet, and reports whether it set
+// them: a commit's commit-graph record is written with the commit, and a
+// commit already stored has its own (or gets one when the graph is next
+// filled in), which the existence check of the write tells without a
+// lookup of the record.
+func (s *Store) PutNewWithMeta(ctx context.Context, blocks []objects.Block, meta ...[]byte) (bool, error) {
+	if len(blocks) == 0 {
+		return false, fmt.Errorf("store: PutNewWithMeta: no blocks")
+	}
+	return s.putWithMeta(ctx, blocks, meta, true)
+}
+
+func (s *Store) putWithMeta(ctx context.Context, blocks []objects.Block, meta [][]byte, ifLastNew bool) (bool, error) {
 	if len(meta)%2 != 0 {
-		return fmt.Errorf("store: PutWithMeta: %d names and values", len(meta))
+		return false, fmt.Errorf("store: PutWithMeta: %d names and values", len(meta))
 	}
 	var missing []objects.Block
 	if len(blocks) > 0 {
@@ -37,8 +55,11 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("store: checking blocks: %w", err)
+			return false, fmt.Errorf("store: checking blocks: %w", err)
 		}
+	}
+	if ifLastNew && (len(missing) == 0 || missing[len(missing)-1].CID != blocks[len(blocks)-1].CID) {
+		meta = nil // the last block is stored: so are its records
 	}
 	var n int64
 	for _, b := range missing {
@@ -51,27 +72,27 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 		n += int64(len(m) + 8)
 	}
 	if n == 0 {
-		return nil
+		return false, nil
 	}
 	if s.deferring(ctx) {
 		if err := s.checkHeld(n); err != nil {
-			return err
+			return false, err
 		}
 		// Held with the blocks a deferred write holds (deferred.go), in
 		// order: the next durable write carries them all.
 		if err := s.putHeld(missing); err != nil {
-			return err
+			return false, err
 		}
 		for i := 0; i < len(meta); i += 2 {
 			s.held.add(metaKey(string(meta[i])), bytes.Clone(meta[i+1]))
 		}
 		if s.held.size() > maxHeld {
-			return s.flushHeld()
+			return len(meta) > 0, s.flushHeld()
 		}
-		return nil
+		return len(meta) > 0, nil
 	}
 	if err := s.checkWrite(n); err != nil {
-		return err
+		return false, err
 	}
 	set := func(set func(k, v []byte) error) error {
 		for _, b := range missing {
@@ -98,25 +119,26 @@ func (s *Store) PutWithMeta(ctx context.Context, blocks []objects.Block, meta ..
 	// write batch, which Badger may split, in order.
 	if len(missing)+len(meta)/2 <= 16 && n < 1<<20 {
 		err := s.update(func(txn *badger.Txn) error { return set(txn.Set) })
-		if err == nil {
-			s.noteMoved(int(n))
+		if err != nil {
+			return false, err
 		}
-		return err
+		s.noteMoved(int(n))
+		return len(meta) > 0, nil
 	}
 	if err := s.flushHeld(); err != nil {
-		return fmt.Errorf("store: writing blocks: %w", err)
+		return false, fmt.Errorf("store: writing blocks: %w", err)
 	}
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	if err := set(wb.Set); err != nil {
-		return err
+		return false, err
 	}
 	s.writes.Add(1)
 	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("store: writing blocks: %w", err)
+		return false, fmt.Errorf("store: writing blocks: %w", err)
 	}
 	s.noteMoved(int(n))
-	return nil
+	return len(meta) > 0, nil
 }
 
 // MetaFrom calls fn for every metadata record whose name starts with
