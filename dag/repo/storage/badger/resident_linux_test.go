@@ -8,15 +8,20 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/objects"
 )
 
 // mappedRSS sums the resident kilobytes of this process's mappings of files
-// in dir (/proc/self/smaps).
+// in dir (/proc/self/smaps). Each mapping's block starts with its header
+// line (address range, permissions, offset, device, inode, and a path only
+// when it maps a file): an anonymous mapping (the Go heap, placed anywhere,
+// also right after a mapping of the store) ends the previous file's block.
 func mappedRSS(t *testing.T, dir string) int {
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
@@ -27,8 +32,8 @@ func mappedRSS(t *testing.T, dir string) int {
 	in, kb := false, 0
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		if len(fs) >= 6 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":") {
-			in = strings.HasPrefix(fs[5], dir+"/")
+		if len(fs) >= 5 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":") {
+			in = len(fs) >= 6 && strings.HasPrefix(fs[5], dir+"/")
 			continue
 		}
 		if in && len(fs) >= 2 && fs[0] == "Rss:" {
@@ -37,6 +42,42 @@ func mappedRSS(t *testing.T, dir string) int {
 		}
 	}
 	return kb
+}
+
+// An anonymous mapping after a mapping of the store is not counted as the
+// store's (the smaps block of the file ends at the next header).
+func TestMappedRSSEndsAtAnonymousMapping(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/f"
+	if err := os.WriteFile(p, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// 2 MiB of anonymous memory, the first half then replaced by a mapping
+	// of the file (MAP_FIXED): the file, and an anonymous region right
+	// after it. Both are touched.
+	region, err := syscall.Mmap(-1, 0, 2<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(region)
+	base := uintptr(unsafe.Pointer(&region[0]))
+	if got, _, errno := syscall.Syscall6(syscall.SYS_MMAP, base, 1<<20, syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_FIXED, f.Fd(), 0); errno != 0 || got != base {
+		t.Fatalf("mapping the file at %#x: %v", base, errno)
+	}
+	sum := 0
+	for i := 0; i < 1<<20; i += 4096 {
+		sum += int(region[i]) // the file's pages
+		region[1<<20+i] = 1   // the anonymous pages
+	}
+	got := mappedRSS(t, dir)
+	if got < 1024-64 || got > 1024 {
+		t.Fatalf("mappedRSS counted %d KiB for a 1024 KiB file mapping followed by 1024 KiB of anonymous memory (sum %d)", got, sum)
+	}
 }
 
 // Large blocks go to Badger's value log, which is a shared mapping: the
