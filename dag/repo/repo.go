@@ -89,6 +89,9 @@ type Options struct {
 	// holds the store, before it fails with ErrInUse: zero means
 	// DefaultLockTimeout, a negative value fails at once.
 	LockTimeout time.Duration
+	// Locked, when set, is called once the open holds the store's lock,
+	// before the store is opened (badger.Options.Locked).
+	Locked func()
 }
 
 // DefaultLockTimeout is how long an open waits for another process to
@@ -106,7 +109,7 @@ const DefaultLockTimeout = badger.DefaultLockTimeout
 func Deferred(ctx context.Context) context.Context { return badger.Deferred(ctx) }
 
 func (o Options) store() badger.Options {
-	return badger.Options{Sync: o.Sync, InMemory: o.InMemory, ReadOnly: o.ReadOnly, LockTimeout: o.LockTimeout}
+	return badger.Options{Sync: o.Sync, InMemory: o.InMemory, ReadOnly: o.ReadOnly, LockTimeout: o.LockTimeout, Locked: o.Locked}
 }
 
 // The errors of a store on disk, for errors.Is (the same values the

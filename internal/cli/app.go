@@ -75,6 +75,9 @@ type env struct {
 	// args is the command line as given (for what follows a "--", which
 	// the flag parser consumes).
 	args []string
+	// locked, when set, is called by the command's own open of the store
+	// once it holds the store's lock (repo.Options.Locked).
+	locked func()
 }
 
 // parseMu serialises command-line parsing within a process (see env.main).

@@ -27,10 +27,21 @@ func (e *env) runCommit(c *cli.Context) error {
 		return err
 	}
 	dir := c.Args().First()
-	// The directory is scanned while the store opens (the scan needs no
-	// store; a served store's command scans here too).
-	ahead := export.StartScan(e.ctx, e.path(dir))
-	defer ahead.Stop()
+	// Opening the store itself, the command scans the directory beside
+	// Badger's open, once it holds the store's lock (so not beside another
+	// writer of the store, a checkout into the same directory for one); a
+	// served store's command scans in ImportDir, as it always did.
+	var ahead *export.ScanAhead
+	e.locked = func() {
+		if ahead == nil {
+			ahead = export.StartScan(e.ctx, e.path(dir))
+		}
+	}
+	defer func() {
+		if ahead != nil {
+			ahead.Stop()
+		}
+	}()
 	return e.withRepo(func(r *repo.Repo) error {
 		res, err := export.ImportDir(e.ctx, r.Blocks, e.path(dir), export.ImportOptions{Cache: r.StatCache(), Ahead: ahead})
 		if err != nil {

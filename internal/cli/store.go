@@ -44,7 +44,7 @@ func (e *env) open() (*repo.Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return repo.Open(dir, repo.Options{Sync: e.getenv("AGENTSTATE_SYNC") == "1", LockTimeout: lt})
+	return repo.Open(dir, repo.Options{Sync: e.getenv("AGENTSTATE_SYNC") == "1", LockTimeout: lt, Locked: e.locked})
 }
 
 // lockTimeout reads AGENTSTATE_LOCK_TIMEOUT (see parseLockTimeout).

@@ -113,6 +113,12 @@ type Options struct {
 	// another process holds the store, before it fails with ErrInUse: zero
 	// means DefaultLockTimeout, a negative value fails at once.
 	LockTimeout time.Duration
+	// Locked, when set, is called once the open holds the store's lock
+	// (an in-memory store's at once), before Badger opens the store: work
+	// that must wait for another writer of the store but needs nothing of
+	// it starts there and runs beside Badger's open (a commit's scan of its
+	// directory).
+	Locked func()
 }
 
 // Store is an open agentstate database. It is safe for concurrent use.
@@ -301,6 +307,9 @@ func open(dir string, opts Options) (*Store, error) {
 			release()
 			return nil, err
 		}
+	}
+	if opts.Locked != nil {
+		opts.Locked()
 	}
 	fail := func(err error) (*Store, error) {
 		if lock != nil {
