@@ -73,7 +73,7 @@ func (a *ScanAhead) Stop() {
 // result waits for the scan of abs and returns what it found.
 func (a *ScanAhead) result(abs string) ([]ScannedFile, []Skipped, error) {
 	<-a.done
-	if a.abs != abs && a.err == nil {
+	if a.abs != "" && a.abs != abs {
 		return nil, nil, fmt.Errorf("export: the scan started ahead is of %s, not %s", a.abs, abs)
 	}
 	return a.files, a.skipped, a.err

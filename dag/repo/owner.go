@@ -68,27 +68,23 @@ func (r *Repo) WriteCommit(ctx context.Context, spec CommitSpec) (objects.CID, *
 	// the graph is a cache, so one that cannot be made is left behind.
 	np, isNew := r.Storage.(newGraphPutter)
 	meta, pos, gerr := r.graphRecordFor(ctx, b, c, spec.Blocks, !isNew)
-	if isNew && gerr == nil && meta != nil {
-		wrote, err := np.PutNewWithMeta(ctx, append(spec.Blocks, b), meta...)
-		if err != nil {
-			return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)
-		}
-		if wrote {
-			r.noteGraph(map[objects.CID]graphPos{b.CID: pos})
-		}
-		r.keepCommit(b, c)
-		return b.CID, c, nil
+	blocks := append(spec.Blocks, b)
+	recorded := false
+	gp, hasGraph := r.graphPutter()
+	switch {
+	case gerr != nil || meta == nil || !hasGraph:
+		err = r.Blocks.Put(ctx, blocks...)
+	case isNew:
+		recorded, err = np.PutNewWithMeta(ctx, blocks, meta...)
+	default:
+		err = gp.PutWithMeta(ctx, blocks, meta...)
+		recorded = err == nil
 	}
-	if gp, ok := r.graphPutter(); ok && gerr == nil && meta != nil {
-		if err := gp.PutWithMeta(ctx, append(spec.Blocks, b), meta...); err != nil {
-			return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)
-		}
-		r.noteGraph(map[objects.CID]graphPos{b.CID: pos})
-		r.keepCommit(b, c)
-		return b.CID, c, nil
-	}
-	if err := r.Blocks.Put(ctx, append(spec.Blocks, b)...); err != nil {
+	if err != nil {
 		return objects.CID{}, nil, fmt.Errorf("repo: writing commit: %w", err)
+	}
+	if recorded {
+		r.noteGraph(map[objects.CID]graphPos{b.CID: pos})
 	}
 	r.keepCommit(b, c)
 	return b.CID, c, nil
