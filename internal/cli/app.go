@@ -78,6 +78,12 @@ type env struct {
 	// locked, when set, is called by the command's own open of the store
 	// once it holds the store's lock (repo.Options.Locked).
 	locked func()
+	// exits: the process ends when the command returns (RunProcess), so a
+	// read-only open of the store is closed beside what follows instead of
+	// before it (see closeRead); closing, when not nil, is closed once that
+	// close is done.
+	exits   bool
+	closing chan struct{}
 }
 
 // parseMu serialises command-line parsing within a process (see env.main).
@@ -85,7 +91,12 @@ var parseMu sync.Mutex
 
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return mainIn(ctx, false, args, stdin, stdout, stderr)
+}
+
+// mainIn is Main; exits says the process ends as soon as it returns.
+func mainIn(ctx context.Context, exits bool, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, exits: exits}
 	e.dir, _ = os.Getwd()
 	e.tty = isTerminal(stdout)
 	return e.main(args)

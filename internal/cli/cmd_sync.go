@@ -78,6 +78,7 @@ func (e *env) withOther(spec string, write bool, fn func(r *repo.Repo) error) er
 	if err != nil {
 		return err
 	}
+	e.closed()
 	r, err := repo.Open(dir, repo.Options{ReadOnly: !write, LockTimeout: lt})
 	if err != nil && !write && !errors.Is(err, badger.ErrInUse) {
 		r, err = repo.Open(dir, repo.Options{LockTimeout: lt}) // a read-only open refused: recover as a writer

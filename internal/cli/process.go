@@ -26,5 +26,5 @@ func RunProcess() (code int) {
 			code = 3
 		}
 	}()
-	return Main(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	return mainIn(ctx, true, os.Args, os.Stdin, os.Stdout, os.Stderr)
 }

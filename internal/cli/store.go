@@ -36,6 +36,7 @@ func sameDir(a, b string) bool {
 
 // open opens the store for a command.
 func (e *env) open() (*repo.Repo, error) {
+	e.closed()
 	dir, err := e.storeDir()
 	if err != nil {
 		return nil, err
@@ -126,7 +127,9 @@ func (e *env) withRepoMode(readOnly bool, fn0 func(r *repo.Repo) error) error {
 	if e.remoteFlag != "" {
 		return e.withServer(e.remoteFlag, "", !readOnly, fn)
 	}
+	e.closed() // a read-only open this command closed before
 	var r *repo.Repo
+	openedRead := false
 	dir, err := e.storeDir()
 	if err != nil {
 		return err
@@ -144,6 +147,7 @@ func (e *env) withRepoMode(readOnly bool, fn0 func(r *repo.Repo) error) error {
 		// shutdown left logs a writer must replay), the writable open below
 		// does the recovery, within the same free-space check as any write.
 		r, err = repo.Open(dir, repo.Options{ReadOnly: true, LockTimeout: lt})
+		openedRead = err == nil
 		if err != nil && !errors.Is(err, badger.ErrInUse) && !errors.Is(err, badger.ErrNotStore) && !errors.Is(err, badger.ErrDiskFull) {
 			r, err = e.open()
 		}
@@ -160,10 +164,43 @@ func (e *env) withRepoMode(readOnly bool, fn0 func(r *repo.Repo) error) error {
 		return err
 	}
 	err = fn(r)
+	if openedRead {
+		e.closeRead(r)
+		return err
+	}
 	if cerr := r.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing store: %w", cerr)
 	}
 	return err
+}
+
+// closeRead closes a store the command opened read-only. In a process that
+// ends with the command (mainIn's exits), the close runs beside the rest of
+// the command and the exit cuts it short: a read-only open wrote nothing,
+// and the exit releases its mappings, files and lock. Closing Badger takes
+// 1.5–4 ms of an unserved read (docs/performance.md, "Where a person waits,
+// a third time"). The next open in this process waits for it (closed), so
+// no open of the store meets a close of it still running.
+func (e *env) closeRead(r *repo.Repo) {
+	if !e.exits {
+		r.Close() // read-only: nothing to lose, nothing to report
+		return
+	}
+	e.closed()
+	done := make(chan struct{})
+	e.closing = done
+	go func() {
+		defer close(done)
+		r.Close()
+	}()
+}
+
+// closed waits for a read-only close closeRead started, if any.
+func (e *env) closed() {
+	if e.closing != nil {
+		<-e.closing
+		e.closing = nil
+	}
 }
 
 // withServer runs fn against a served store through its API. It returns
