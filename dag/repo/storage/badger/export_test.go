@@ -1,5 +1,7 @@
 package badger
 
+import "github.com/dgraph-io/badger/v4/options"
+
 // CompactL0At is compactL0At, for the tests.
 const CompactL0At = compactL0At
 
@@ -43,3 +45,11 @@ func TapeScans() int64 { return tapeScans.Load() }
 // FreeLookups counts the free-space lookups of the stores' write checks
 // since the process started.
 func FreeLookups() int64 { return freeLookups.Load() }
+
+// SetTableCompression sets how the stores opened next compress their
+// tables, returning what restores the setting.
+func SetTableCompression(c options.CompressionType) (restore func()) {
+	prev := tableCompression
+	tableCompression = c
+	return func() { tableCompression = prev }
+}

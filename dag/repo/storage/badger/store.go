@@ -248,6 +248,19 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// tableCompression is how Badger compresses the LSM tree's table blocks as
+// it writes them; each table's own is in the MANIFEST, so tables an older
+// build wrote with ZSTD stay readable and are rewritten as compactions
+// reach them. Snappy, not ZSTD: a point read decompresses a whole 16 KiB
+// block for one 4 KiB page or tree node, and ZSTD's decompression of it was
+// the largest part of an unserved diff's CPU; Snappy's costs a fraction of
+// that, for larger blocks (SQLite pages take about 1.6x the space).
+// What a store keeps for long is compressed by gc's packs (one ZSTD frame
+// per group, docs/format.md "Packs"), in the value log, where the table
+// compression never reaches (docs/performance.md, "Where a person waits, a
+// third time").
+var tableCompression = options.Snappy
+
 // opens counts the Badger databases this process has opened (the tests
 // check that an Open opens one).
 var opens atomic.Int64
@@ -272,7 +285,7 @@ func open(dir string, opts Options) (*Store, error) {
 	// (docs/performance.md): opening allocates and maps a memtable and a
 	// value-log file, so both are kept small; values under 16 KiB (tree
 	// nodes, commits, SQLite pages, small files) live in the LSM tree, where
-	// ZSTD compresses them; larger ones (content-defined chunks, which are
+	// Snappy compresses them (tableCompression); larger ones (content-defined chunks, which are
 	// at least 16 KiB) go to the value log, written once: through the LSM
 	// tree, whose keys are hashes, every compaction rewrote them (a 2 GiB
 	// put wrote 17 GB and took 8 GB of memory). L0 is compacted on close
@@ -286,8 +299,7 @@ func open(dir string, opts Options) (*Store, error) {
 		WithMemTableSize(memTableSize).
 		WithValueThreshold(16 << 10).
 		WithValueLogFileSize(valueLogFileSize).
-		WithCompression(options.ZSTD).
-		WithZSTDCompressionLevel(3).
+		WithCompression(tableCompression).
 		WithBlockSize(16 << 10).
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).

@@ -21,8 +21,7 @@ func Options(dir string, readOnly bool) badger.Options {
 		WithMemTableSize(8 << 20).
 		WithValueThreshold(16 << 10).
 		WithValueLogFileSize(64 << 20).
-		WithCompression(options.ZSTD).
-		WithZSTDCompressionLevel(3).
+		WithCompression(options.Snappy).
 		WithBlockSize(16 << 10).
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).
