@@ -356,24 +356,43 @@ func differingLeaves(ctx context.Context, a, b *Pages) (onlyA, onlyB []objects.C
 				}
 			}
 		}
-		if len(shared) > 0 {
-			_, _, known, err := a.knownSizes(ctx, shared, depth)
-			if err != nil {
-				return nil, nil
+		// The size records are looked up (one pass of one iterator) while
+		// the nodes to open are read, on the other cores: neither waits for
+		// the other. A shared node with no record is read after both.
+		var known []bool
+		var kerr error
+		sizes := make(chan struct{})
+		go func() {
+			defer close(sizes)
+			if len(shared) > 0 {
+				_, _, known, kerr = a.knownSizes(ctx, shared, depth)
 			}
-			for i, c := range shared {
-				if !known[i] {
-					at[c] = len(todo)
-					todo = append(todo, c)
-				}
-			}
-		}
+		}()
 		if read += len(todo); read > 2*aheadNodes || ctx.Err() != nil {
+			<-sizes
 			return nil, nil
 		}
 		nodes, err := a.chunkNodes(ctx, todo, depth)
-		if err != nil {
+		<-sizes
+		if err != nil || kerr != nil {
 			return nil, nil // the reads that need these nodes will say why
+		}
+		var unknown []objects.CID
+		for i, c := range shared {
+			if !known[i] {
+				at[c] = len(nodes) + len(unknown)
+				unknown = append(unknown, c)
+			}
+		}
+		if len(unknown) > 0 {
+			if read += len(unknown); read > 2*aheadNodes {
+				return nil, nil
+			}
+			more, err := a.chunkNodes(ctx, unknown, depth)
+			if err != nil {
+				return nil, nil
+			}
+			nodes = append(nodes, more...)
 		}
 		// Links both versions hold at this depth are passed over with
 		// everything under them; the others are opened.
