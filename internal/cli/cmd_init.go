@@ -28,6 +28,7 @@ func (e *env) runInit(c *cli.Context) error {
 	if badger.IsWhole(abs) {
 		return fmt.Errorf("a store already exists at %s", abs)
 	}
+	e.closed() // a read-only open this command closed before
 	r, err := repo.Init(abs, repo.Options{})
 	if err != nil {
 		return err

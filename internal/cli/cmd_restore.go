@@ -115,6 +115,7 @@ func (e *env) withRepoCreate(fn func(r *repo.Repo) error) error {
 	if err != nil {
 		return err
 	}
+	e.closed() // a read-only open this command closed before
 	r, err := repo.Init(dir, repo.Options{})
 	if err != nil {
 		undo()
