@@ -12,8 +12,8 @@ import (
 	dgbadger "github.com/dgraph-io/badger/v4"
 )
 
-// levelZero counts the level-0 tables a closed store's MANIFEST lists.
-func levelZero(t *testing.T, dir string) int {
+// manifestTables is the tables a closed store's MANIFEST lists.
+func manifestTables(t *testing.T, dir string) map[uint64]dgbadger.TableManifest {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, dgbadger.ManifestFilename))
 	if err != nil {
@@ -24,8 +24,14 @@ func levelZero(t *testing.T, dir string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m.Tables
+}
+
+// levelZero counts the level-0 tables a closed store's MANIFEST lists.
+func levelZero(t *testing.T, dir string) int {
+	t.Helper()
 	n := 0
-	for _, tb := range m.Tables {
+	for _, tb := range manifestTables(t, dir) {
 		if tb.Level == 0 {
 			n++
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentstate/agentstate/dag/repo/storage/badger"
 	"github.com/agentstate/agentstate/objects"
-	dgbadger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 )
 
@@ -17,17 +16,8 @@ import (
 // how each was compressed.
 func tableCompressions(t *testing.T, dir string) map[options.CompressionType]int {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, dgbadger.ManifestFilename))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, _, err := dgbadger.ReplayManifestFile(f, 0, dgbadger.DefaultOptions(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := map[options.CompressionType]int{}
-	for _, tb := range m.Tables {
+	for _, tb := range manifestTables(t, dir) {
 		n[tb.Compression]++
 	}
 	return n
