@@ -23,16 +23,23 @@ type RowDiff = rowdiff.Diff
 // WAL mode whose -wal in the same change holds changes not in the value,
 // gets RowsError instead, and the other changes are still filled.
 func (v *View) DiffRows(ctx context.Context, changes []Change) error {
-	return v.diffRows(ctx, changes, false)
+	return v.diffRows(ctx, changes, rowdiff.Options{})
 }
 
 // DiffSQL is DiffRows computing also what each Rows' SQL method needs
 // (the shadow tables of virtual tables, the tables SQL writes whole).
 func (v *View) DiffSQL(ctx context.Context, changes []Change) error {
-	return v.diffRows(ctx, changes, true)
+	return v.diffRows(ctx, changes, rowdiff.Options{SQL: true})
 }
 
-func (v *View) diffRows(ctx context.Context, changes []Change, sql bool) error {
+// DiffCounts is DiffRows for each table's counts only (diff --stat): the
+// counts are DiffRows's, and a rowid table's Rows are left empty
+// (rowdiff.Options.Counts).
+func (v *View) DiffCounts(ctx context.Context, changes []Change) error {
+	return v.diffRows(ctx, changes, rowdiff.Options{Counts: true})
+}
+
+func (v *View) diffRows(ctx context.Context, changes []Change, o rowdiff.Options) error {
 	walSize := map[string]uint64{}
 	for _, c := range changes {
 		if strings.HasSuffix(c.Path, "-wal") {
@@ -44,7 +51,7 @@ func (v *View) diffRows(ctx context.Context, changes []Change, sql bool) error {
 		if c.OldRedacted != nil || c.NewRedacted != nil {
 			continue // a side's content is gone: no rows to compare
 		}
-		d, err := v.rowDiff(ctx, c.Old, c.New, walSize[c.Path], sql)
+		d, err := v.rowDiff(ctx, c.Old, c.New, walSize[c.Path], o)
 		switch {
 		case err == nil:
 			c.Rows = d
@@ -77,7 +84,7 @@ func isDB(ctx context.Context, v *View, c objects.CID) bool {
 // Both values' pages are opened first and what the comparison will read is
 // read ahead (sqlitedb.ReadAheadDiff) while SQLite opens each database and
 // reads its schema.
-func (v *View) rowDiff(ctx context.Context, a, b objects.CID, wal uint64, sql bool) (*RowDiff, error) {
+func (v *View) rowDiff(ctx context.Context, a, b objects.CID, wal uint64, o rowdiff.Options) (*RowDiff, error) {
 	var pages [2]*sqlitedb.Pages
 	defer func() {
 		for _, p := range pages {
@@ -115,5 +122,5 @@ func (v *View) rowDiff(ctx context.Context, a, b objects.CID, wal uint64, sql bo
 	if dbs[0] == nil && dbs[1] == nil {
 		return nil, sqlitedb.ErrNotDatabase
 	}
-	return rowdiff.Compute(ctx, dbs[0], dbs[1], rowdiff.Options{SQL: sql})
+	return rowdiff.Compute(ctx, dbs[0], dbs[1], o)
 }

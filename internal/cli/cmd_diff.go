@@ -121,6 +121,10 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 		if err := o.View.DiffSQL(ctx, changes); err != nil {
 			return err
 		}
+	case o.Stat && !o.Patch && !o.JSON:
+		if err := o.View.DiffCounts(ctx, changes); err != nil {
+			return err
+		}
 	case o.Stat || o.Patch || o.JSON:
 		if err := o.View.DiffRows(ctx, changes); err != nil {
 			return err

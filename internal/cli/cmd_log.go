@@ -223,7 +223,11 @@ func (e *env) printLogChanges(ctx context.Context, o logOptions, c inspect.Commi
 	if keys := append(o.Keys, o.Path); len(o.Keys) > 0 || o.Path != "" {
 		changes = slices.DeleteFunc(changes, func(ch inspect.Change) bool { return !slices.Contains(keys, ch.Path) })
 	}
-	if err := o.View.DiffRows(ctx, changes); err != nil {
+	rows := o.View.DiffRows
+	if !o.Patch {
+		rows = o.View.DiffCounts // --stat alone prints only the counts
+	}
+	if err := rows(ctx, changes); err != nil {
 		return err
 	}
 	if !o.Oneline {

@@ -53,6 +53,13 @@ type Options struct {
 	// shadow tables, and the tables it writes whole), which the table view
 	// does not.
 	SQL bool
+	// Counts: only each table's counts are wanted (diff --stat). A rowid
+	// table's changed rows are then told apart from the record bytes on
+	// the pages the diff reads anyway (decoded with SQLite's rules for
+	// reading a column: see counts.go), and its Rows are left empty; a
+	// table those bytes cannot settle is read through SQLite as without
+	// Counts. The counts are the same either way (TestCountsAsRows).
+	Counts bool
 }
 
 // ErrNoSQL: Diff.SQL on a diff computed without Options.SQL.
@@ -293,7 +300,7 @@ func Compute(ctx context.Context, old, new *sqlitedb.DB, o Options) (*Diff, erro
 		if !o.SQL && (a.kinds[n] == "shadow" || b.kinds[n] == "shadow") {
 			continue // only SQL writes shadow tables
 		}
-		t, err := diffTable(ctx, d, a, b, n, ina, inb, touched, changedSet, o.SQL && rewritten(d, a, b, n))
+		t, err := diffTable(ctx, d, a, b, n, ina, inb, touched, changedSet, o.SQL && rewritten(d, a, b, n), o.Counts && !o.SQL)
 		if err != nil {
 			return nil, err
 		}
@@ -304,7 +311,7 @@ func Compute(ctx context.Context, old, new *sqlitedb.DB, o Options) (*Diff, erro
 		if rows > o.MaxRows {
 			return nil, fmt.Errorf("%w: more than %d", ErrTooManyRows, o.MaxRows)
 		}
-		if t.shadowOf == "" && (len(t.Rows) > 0 || t.Schema != "") {
+		if t.shadowOf == "" && (len(t.Rows) > 0 || t.Inserted+t.Updated+t.Deleted > 0 || t.Schema != "") {
 			d.Tables = append(d.Tables, *t)
 		} else {
 			d.hidden = append(d.hidden, *t)

@@ -24,6 +24,11 @@ type tinfo struct {
 	decl []int    // the declared primary key's columns (any table)
 	ipk  bool     // a rowid table whose one INTEGER PRIMARY KEY column is the rowid
 	vtab string   // a shadow table's virtual table
+	// hidden: a column was left out of cols (hidden or generated), so a
+	// record's fields are not cols one for one; real: each column of cols
+	// has REAL affinity (SQLite reads an integer stored there as a real).
+	hidden bool
+	real   []bool
 }
 
 func quoteID(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
@@ -54,6 +59,7 @@ func (s *side) info(name string) (tinfo, error) {
 	var types []string
 	err := query(s.conn, "PRAGMA table_xinfo("+quoteID(name)+")", nil, func(st *sqlite.Stmt) error {
 		if st.ColumnInt(6) != 0 { // hidden, or generated
+			t.hidden = true
 			return nil
 		}
 		if pk := st.ColumnInt(5); pk > 0 {
@@ -69,6 +75,9 @@ func (s *side) info(name string) (tinfo, error) {
 	slices.SortFunc(pks, func(x, y pkcol) int { return x.order - y.order })
 	for _, p := range pks {
 		t.pk = append(t.pk, p.idx)
+	}
+	for _, ty := range types {
+		t.real = append(t.real, realAffinity(ty))
 	}
 	if t.kind == "table" && len(pks) == 1 && strings.EqualFold(types[pks[0].idx], "INTEGER") {
 		t.ipk = true
@@ -251,9 +260,29 @@ func compareKeys(x, y []Cell) int {
 // are the same row), every one of them (sorted), and, for each version,
 // the rowid ranges of those leaves.
 func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]bool, cache map[objects.CID]*page) (map[int64]bool, []int64, [2][][2]int64, error) {
+	c, err := candidateCells(ctx, a, b, tree, changed, cache)
+	return c.ids, c.all, c.ranges, err
+}
+
+// cands is what candidateCells finds: candidates' results, and for each
+// candidate rowid the versions whose changed leaves hold it (in) and its
+// cell's bytes in each (cells; nil for a cell that spills to overflow
+// pages).
+type cands struct {
+	ids    map[int64]bool
+	all    []int64
+	ranges [2][][2]int64
+	in     [2]map[int64]bool
+	cells  map[int64]*[2][]byte
+}
+
+// candidateCells is candidates, keeping what it read of the cells.
+func candidateCells(ctx context.Context, a, b *side, tree string, changed map[int64]bool, cache map[objects.CID]*page) (cands, error) {
 	ids := map[int64]bool{}
 	cells := map[int64]*[2][]byte{}
+	in := [2]map[int64]bool{{}, {}}
 	var ranges [2][][2]int64
+	fail := func(err error) (cands, error) { return cands{}, err }
 	for i, s := range []*side{a, b} {
 		other := b
 		if i == 1 {
@@ -266,10 +295,10 @@ func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]
 			}
 			p, err := s.parse(ctx, cache, n) // parsed already when its overflow was followed
 			if err != nil {
-				return nil, nil, ranges, err
+				return fail(err)
 			}
 			if p.typ != leafTable {
-				return nil, nil, ranges, corruptf("page %d of table %q is not a table leaf (type 0x%02x)", n, tree, p.typ)
+				return fail(corruptf("page %d of table %q is not a table leaf (type 0x%02x)", n, tree, p.typ))
 			}
 			if len(p.rowids) == 0 {
 				continue
@@ -277,6 +306,7 @@ func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]
 			lo, hi := p.rowids[0], p.rowids[0]
 			for j, r := range p.rowids {
 				ids[r] = true
+				in[i][r] = true
 				lo, hi = min(lo, r), max(hi, r)
 				if c := p.cells[j]; c != nil {
 					e := cells[r]
@@ -307,11 +337,11 @@ func candidates(ctx context.Context, a, b *side, tree string, changed map[int64]
 			delete(ids, r)
 		}
 	}
-	return ids, all, ranges, nil
+	return cands{ids: ids, all: all, ranges: ranges, in: in, cells: cells}, nil
 }
 
 // diffTable computes one table's change.
-func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb bool, touched map[string]bool, changed map[int64]bool, needAll bool) (*Table, error) {
+func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb bool, touched map[string]bool, changed map[int64]bool, needAll, counts bool) (*Table, error) {
 	var ta, tb tinfo
 	var err error
 	if ina {
@@ -355,6 +385,7 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 	whole := t.Schema != "" || d.Whole != "" || a.pages == nil || b.pages == nil || ta.kind != tb.kind
 	var keep func([]Cell) bool
 	var ranges [2][][2]int64
+	var settled [3]int    // counts mode: the rows counted from their cells
 	var left, all []int64 // the candidate rowids (sorted), and every rowid on the changed leaves
 	if !whole {
 		tree := name
@@ -399,12 +430,26 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 			}
 		}
 		if !whole {
-			ids, rowids, rg, err := candidates(ctx, a, b, tree, changed, d.cache)
+			c, err := candidateCells(ctx, a, b, tree, changed, d.cache)
 			if err != nil {
 				return nil, err
 			}
+			ids, rowids, rg := c.ids, c.all, c.ranges
 			if len(ids) == 0 {
 				return t.unchanged()
+			}
+			if counts && main.kind == "table" {
+				// The rows the cells settle are counted here; only the
+				// others are read through SQLite, below.
+				ha, hb := a.pages.Header(), b.pages.Header()
+				if n, unsettled, ok := countByCells(c, ta, tb, ha[:], hb[:]); ok {
+					settled = n
+					if len(unsettled) == 0 {
+						t.Inserted, t.Updated, t.Deleted = n[0], n[1], n[2]
+						return t, nil
+					}
+					ids = unsettled
+				}
 			}
 			ranges, all = rg, rowids
 			for r := range ids {
@@ -520,6 +565,13 @@ func diffTable(ctx context.Context, d *Diff, a, b *side, name string, ina, inb b
 		default:
 			t.Updated++
 		}
+	}
+	if counts && main.kind == "table" {
+		// Counts only: the rows read through SQLite are counted with the
+		// others and not kept, so a table's Rows are empty whichever way
+		// its rows were settled.
+		t.Inserted, t.Updated, t.Deleted = t.Inserted+settled[0], t.Updated+settled[1], t.Deleted+settled[2]
+		t.Rows = []RowChange{}
 	}
 	return t, nil
 }
