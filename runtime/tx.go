@@ -427,7 +427,8 @@ func (rt *Runtime) land(ctx context.Context, tx *Tx) (*Receipt, error) {
 	// Landed. From here on nothing may be reported as a task failure
 	// except a receipt that could not be kept.
 	lctx := context.WithoutCancel(ctx)
-	rec, line := wait().rec, wait().line
+	got := wait()
+	rec, line := got.rec, got.line
 	if l.Merged || l.From != tx.start || l.Commit != tx.last || l.Entry.Time != now || rec == nil {
 		// A merge (its receipt names the merge commit), or the early
 		// receipt failed: receipt computes what it needs (and says why it

@@ -74,10 +74,10 @@ func (s *Store) putWithMeta(ctx context.Context, blocks []objects.Block, meta []
 	if n == 0 {
 		return false, nil
 	}
+	if err := s.checkRoom(ctx, n); err != nil {
+		return false, err
+	}
 	if s.deferring(ctx) {
-		if err := s.checkHeld(n); err != nil {
-			return false, err
-		}
 		// Held with the blocks a deferred write holds (deferred.go), in
 		// order: the next durable write carries them all.
 		if err := s.putHeld(missing); err != nil {
@@ -90,9 +90,6 @@ func (s *Store) putWithMeta(ctx context.Context, blocks []objects.Block, meta []
 			return len(meta) > 0, s.flushHeld()
 		}
 		return len(meta) > 0, nil
-	}
-	if err := s.checkWrite(n); err != nil {
-		return false, err
 	}
 	set := func(set func(k, v []byte) error) error {
 		for _, b := range missing {

@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -193,6 +194,15 @@ func (s *Store) checkHeld(n int64) error {
 		return nil
 	}
 	return checkFree(s.dir, s.writeNeed(held+n))
+}
+
+// checkRoom is checkHeld for a write ctx defers (Deferred), checkWrite
+// for any other.
+func (s *Store) checkRoom(ctx context.Context, n int64) error {
+	if s.deferring(ctx) {
+		return s.checkHeld(n)
+	}
+	return s.checkWrite(n)
 }
 
 // freeLookups counts the file system's free-space lookups of write checks

@@ -285,8 +285,9 @@ func open(dir string, opts Options) (*Store, error) {
 	// (docs/performance.md): opening allocates and maps a memtable and a
 	// value-log file, so both are kept small; values under 16 KiB (tree
 	// nodes, commits, SQLite pages, small files) live in the LSM tree, where
-	// Snappy compresses them (tableCompression); larger ones (content-defined chunks, which are
-	// at least 16 KiB) go to the value log, written once: through the LSM
+	// Snappy compresses them (tableCompression); larger ones
+	// (content-defined chunks, which are at least 16 KiB) go to the value
+	// log, written once: through the LSM
 	// tree, whose keys are hashes, every compaction rewrote them (a 2 GiB
 	// put wrote 17 GB and took 8 GB of memory). L0 is compacted on close
 	// once it holds compactL0At tables (see below), so they do not pile up
@@ -949,11 +950,7 @@ func (s *Store) get(key []byte) (v []byte, ok bool, err error) {
 }
 
 func (s *Store) SetMeta(ctx context.Context, name string, v []byte) error {
-	check := s.checkWrite
-	if s.deferring(ctx) {
-		check = s.checkHeld
-	}
-	if err := check(int64(len(name) + len(v) + 16)); err != nil {
+	if err := s.checkRoom(ctx, int64(len(name)+len(v)+16)); err != nil {
 		return err
 	}
 	if strings.HasPrefix(name, ListSizePrefix) {

@@ -23,11 +23,7 @@ func (s *Store) AppendLines(ctx context.Context, agent string, lines [][]byte) (
 	for _, l := range lines {
 		n += int64(len(agent) + len(l) + 16)
 	}
-	check := s.checkWrite
-	if s.deferring(ctx) {
-		check = s.checkHeld
-	}
-	if err := check(n); err != nil {
+	if err := s.checkRoom(ctx, n); err != nil {
 		return 0, err
 	}
 	// Each line's task record, computed before the tape is locked (it
