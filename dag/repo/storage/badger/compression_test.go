@@ -23,9 +23,10 @@ func tableCompressions(t *testing.T, dir string) map[options.CompressionType]int
 	return n
 }
 
-// TestTablesOfAnotherCompression: a store whose tables an older build
-// wrote with ZSTD opens and reads in full with Snappy tables written beside
-// them, and after a compaction has rewritten them all as Snappy.
+// TestTablesOfAnotherCompression: a store whose tables older builds wrote
+// compressed (ZSTD, then Snappy) opens and reads in full with this build's
+// uncompressed tables written beside them, and after a compaction has
+// rewritten them all uncompressed.
 func TestTablesOfAnotherCompression(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "store")
@@ -65,28 +66,37 @@ func TestTablesOfAnotherCompression(t *testing.T) {
 		}
 	}
 
-	old := blocks(300)
-	restore := badger.SetTableCompression(options.ZSTD)
-	write(old)
-	restore()
-	if n := tableCompressions(t, dir); n[options.ZSTD] == 0 || n[options.Snappy] != 0 {
-		t.Fatalf("the older build's tables: %v, want ZSTD only", n)
+	var written [][]objects.Block
+	for _, older := range []options.CompressionType{options.ZSTD, options.Snappy} {
+		bs := blocks(300)
+		restore := badger.SetTableCompression(older)
+		write(bs)
+		restore()
+		written = append(written, bs)
+		if n := tableCompressions(t, dir); n[older] == 0 || n[options.None] != 0 {
+			t.Fatalf("the older builds' tables: %v, want %v among them and none uncompressed", n, older)
+		}
 	}
-
 	young := blocks(300)
 	write(young)
-	if n := tableCompressions(t, dir); n[options.ZSTD] == 0 || n[options.Snappy] == 0 {
-		t.Fatalf("tables after a write by this build: %v, want both", n)
+	written = append(written, young)
+	if n := tableCompressions(t, dir); n[options.ZSTD] == 0 || n[options.Snappy] == 0 || n[options.None] == 0 {
+		t.Fatalf("tables after a write by this build: %v, want all three", n)
 	}
-	s, err := badger.Open(dir, badger.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
+	checkAll := func() {
+		t.Helper()
+		s, err := badger.Open(dir, badger.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, bs := range written {
+			check(s, bs)
+		}
 	}
-	check(s, old)
-	check(s, young)
-	s.Close()
+	checkAll()
 
-	s, err = badger.Open(dir, badger.Options{})
+	s, err := badger.Open(dir, badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,14 +104,8 @@ func TestTablesOfAnotherCompression(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := tableCompressions(t, dir); n[options.ZSTD] != 0 || n[options.Snappy] == 0 {
-		t.Fatalf("tables after a compaction: %v, want Snappy only", n)
+	if n := tableCompressions(t, dir); n[options.ZSTD] != 0 || n[options.Snappy] != 0 || n[options.None] == 0 {
+		t.Fatalf("tables after a compaction: %v, want uncompressed only", n)
 	}
-	s, err = badger.Open(dir, badger.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	check(s, old)
-	check(s, young)
+	checkAll()
 }

@@ -1,6 +1,12 @@
 package badger
 
-import "github.com/dgraph-io/badger/v4/options"
+import (
+	"fmt"
+
+	"github.com/agentstate/agentstate/objects"
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
 
 // CompactL0At is compactL0At, for the tests.
 const CompactL0At = compactL0At
@@ -52,4 +58,52 @@ func SetTableCompression(c options.CompressionType) (restore func()) {
 	prev := tableCompression
 	tableCompression = c
 	return func() { tableCompression = prev }
+}
+
+// SetPointerPrefix sets how many bytes of a pack's id the short pointers
+// written from now on carry, and returns what restores it. The tests run
+// it before any store is shared.
+func SetPointerPrefix(n int) (restore func()) {
+	old := pointerPrefix
+	pointerPrefix = n
+	return func() { pointerPrefix = old }
+}
+
+// LengthenPointer rewrites packed block c's pointer in the long layout
+// (its pack's whole id first, user-meta 01), as builds before short
+// pointers wrote it.
+func (s *Store) LengthenPointer(c objects.CID) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		it, err := txn.Get(blockKey(c))
+		if err != nil {
+			return err
+		}
+		v, err := it.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		ref, off, size, ok := decodePointer(it.UserMeta(), v)
+		if !ok {
+			return fmt.Errorf("%s is not packed", c)
+		}
+		_, id, err := s.packFor(txn, c, ref, off, size)
+		if err != nil {
+			return err
+		}
+		return txn.SetEntry(badger.NewEntry(blockKey(c), encodeLongPointer(id, off, size)).WithMeta(metaPacked))
+	})
+}
+
+// InTree is inTree on block c's item: whether Badger holds its value in
+// the LSM tree.
+func (s *Store) InTree(c objects.CID) (bool, error) {
+	var in bool
+	err := s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(blockKey(c))
+		if err != nil {
+			return err
+		}
+		return it.Value(func(b []byte) error { in = inTree(it, b); return nil })
+	})
+	return in, err
 }

@@ -2,6 +2,7 @@ package badger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -29,8 +30,14 @@ import (
 const (
 	// nsPack holds pack records, 'p' + id (the sha256 of the record).
 	nsPack = 'p'
-	// metaPacked marks a block key whose value is a pack pointer.
+	// metaPacked marks a block key whose value is a pack pointer that
+	// starts with the pack's whole id (what builds before short pointers
+	// wrote; still read).
 	metaPacked byte = 1
+	// metaPackedShort marks a block key whose value is a short pack
+	// pointer: the member's offset and size, then the first bytes of the
+	// pack's id (pointerPrefix of them).
+	metaPackedShort byte = 2
 	// packVersion is the first byte of a pack record.
 	packVersion byte = 1
 	// maxPackPlain bounds a pack's members' bytes: what one read
@@ -78,6 +85,20 @@ func packCodec() (*zstd.Encoder, *zstd.Decoder) {
 }
 
 func packKey(id []byte) []byte { return append([]byte{nsPack}, id...) }
+
+// isPacked reports whether a block key's user-meta byte marks a pack
+// pointer, of either layout.
+func isPacked(meta byte) bool { return meta == metaPacked || meta == metaPackedShort }
+
+// pointerPrefix is how many leading bytes of its pack's id a short pointer
+// carries. A pack whose prefix another stored pack already has is written
+// with long pointers (its whole id), so a short pointer's prefix names one
+// pack; a reader still takes, of the packs whose ids start with it, the
+// one whose record lists the block at the pointer's offset and size
+// (packFor). With four bytes, a store of n packs writes a pack with long
+// pointers about once in 2^32/n packs; tests shorten the prefix to make
+// every pack share one.
+var pointerPrefix = 4
 
 // packMember is one block of a pack.
 type packMember struct {
@@ -161,69 +182,115 @@ func decodePack(rec []byte) ([]packMember, []byte, error) {
 	return ms, plain, nil
 }
 
-// A pack pointer, the value of a packed block's key: the pack's id (32
-// bytes), the member's offset and size (uvarints).
+// A pack pointer, the value of a packed block's key. Short (user-meta
+// metaPackedShort, written now): uvarint offset and uvarint size of the
+// member's bytes, then the first pointerPrefix bytes of the pack's id.
+// Long (metaPacked, written by earlier builds): the pack's whole id (32
+// bytes), then the offset and size.
 func encodePointer(id []byte, off, size int) []byte {
-	v := append([]byte(nil), id...)
-	v = binary.AppendUvarint(v, uint64(off))
+	v := binary.AppendUvarint(nil, uint64(off))
+	v = binary.AppendUvarint(v, uint64(size))
+	return append(v, id[:pointerPrefix]...)
+}
+
+// encodeLongPointer is a pointer in the long layout (user-meta metaPacked).
+func encodeLongPointer(id []byte, off, size int) []byte {
+	v := binary.AppendUvarint(bytes.Clone(id), uint64(off))
 	return binary.AppendUvarint(v, uint64(size))
 }
 
-func decodePointer(v []byte) (id []byte, off, size int, ok bool) {
-	if len(v) < 34 {
+// decodePointer reads a pointer of either layout (meta is its key's
+// user-meta byte) and returns the id, or the prefix of one, it names.
+func decodePointer(meta byte, v []byte) (ref []byte, off, size int, ok bool) {
+	var p []byte
+	switch meta {
+	case metaPacked:
+		if len(v) < 34 {
+			return nil, 0, 0, false
+		}
+		ref, p = v[:32], v[32:]
+	case metaPackedShort:
+		p = v
+	default:
 		return nil, 0, 0, false
 	}
-	id, p := v[:32], v[32:]
 	o, n := binary.Uvarint(p)
 	if n <= 0 {
 		return nil, 0, 0, false
 	}
-	s, m := binary.Uvarint(p[n:])
-	if m <= 0 || n+m != len(p) || o > maxPackPlain || s > maxPackPlain {
+	sz, m := binary.Uvarint(p[n:])
+	if m <= 0 || o > maxPackPlain || sz > maxPackPlain {
 		return nil, 0, 0, false
 	}
-	return id, int(o), int(s), true
+	if meta == metaPackedShort {
+		ref = p[n+m:]
+		if len(ref) > 32 {
+			return nil, 0, 0, false
+		}
+	} else if n+m != len(p) {
+		return nil, 0, 0, false
+	}
+	return ref, int(o), int(sz), true
 }
 
-// packCache holds decompressed packs, by id, up to packCacheBytes.
+// packEntry is a pack read and checked: its members, by CID, and their
+// bytes.
+type packEntry struct {
+	members map[objects.CID]packMember
+	plain   []byte
+}
+
+// member returns c's bytes in the pack, if its record lists c at off and
+// size.
+func (e *packEntry) member(c objects.CID, off, size int) ([]byte, bool) {
+	m, ok := e.members[c]
+	if !ok || m.off != off || m.size != size || off+size > len(e.plain) {
+		return nil, false
+	}
+	return e.plain[off : off+size], true
+}
+
+// packCache holds decompressed packs, by id, up to packCacheBytes, and the
+// ids met under each short pointer's prefix.
 type packCache struct {
-	mu    sync.Mutex
-	packs map[string][]byte
-	order []string
-	bytes int
+	mu     sync.Mutex
+	packs  map[string]*packEntry
+	order  []string
+	bytes  int
+	prefix map[string][][]byte // pointer prefix → pack ids starting with it
 }
 
-func (pc *packCache) get(id []byte) ([]byte, bool) {
+func (pc *packCache) get(id []byte) (*packEntry, bool) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	p, ok := pc.packs[string(id)]
 	return p, ok
 }
 
-func (pc *packCache) add(id []byte, plain []byte) {
+func (pc *packCache) add(id []byte, e *packEntry) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if pc.packs == nil {
-		pc.packs = map[string][]byte{}
+		pc.packs = map[string]*packEntry{}
 	}
-	if _, ok := pc.packs[string(id)]; ok || len(plain) > packCacheBytes/4 {
+	if _, ok := pc.packs[string(id)]; ok || len(e.plain) > packCacheBytes/4 {
 		return
 	}
-	for pc.bytes+len(plain) > packCacheBytes && len(pc.order) > 0 {
-		pc.bytes -= len(pc.packs[pc.order[0]])
+	for pc.bytes+len(e.plain) > packCacheBytes && len(pc.order) > 0 {
+		pc.bytes -= len(pc.packs[pc.order[0]].plain)
 		delete(pc.packs, pc.order[0])
 		pc.order = pc.order[1:]
 	}
-	pc.packs[string(id)] = plain
+	pc.packs[string(id)] = e
 	pc.order = append(pc.order, string(id))
-	pc.bytes += len(plain)
+	pc.bytes += len(e.plain)
 }
 
 func (pc *packCache) drop(id []byte) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if p, ok := pc.packs[string(id)]; ok {
-		pc.bytes -= len(p)
+		pc.bytes -= len(p.plain)
 		delete(pc.packs, string(id))
 		for i, o := range pc.order {
 			if o == string(id) {
@@ -232,12 +299,47 @@ func (pc *packCache) drop(id []byte) {
 			}
 		}
 	}
+	for k, ids := range pc.prefix {
+		if i := slices.IndexFunc(ids, func(o []byte) bool { return bytes.Equal(o, id) }); i >= 0 {
+			pc.prefix[k] = slices.Delete(ids, i, i+1)
+		}
+	}
 }
 
-// packPlain returns the members' bytes of pack id, read in txn.
-func (s *Store) packPlain(txn *badger.Txn, id []byte) ([]byte, error) {
-	if p, ok := s.packs.get(id); ok {
-		return p, nil
+// withPrefix returns the pack ids known to start with prefix.
+func (pc *packCache) withPrefix(prefix []byte) [][]byte {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return slices.Clone(pc.prefix[string(prefix)])
+}
+
+// notePrefix records the ids of the packs that start with prefix, as a
+// read of the store found them.
+func (pc *packCache) notePrefix(prefix []byte, ids [][]byte) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.prefix == nil {
+		pc.prefix = map[string][][]byte{}
+	}
+	pc.prefix[string(prefix)] = ids
+}
+
+// addPrefix adds a pack this store wrote to the ids known under its
+// pointers' prefix, if any are.
+func (pc *packCache) addPrefix(id []byte) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	k := string(id[:pointerPrefix])
+	if ids, ok := pc.prefix[k]; ok && !slices.ContainsFunc(ids, func(o []byte) bool { return bytes.Equal(o, id) }) {
+		pc.prefix[k] = append(ids, bytes.Clone(id))
+	}
+}
+
+// packByID returns pack id, read in txn and checked: its record hashes to
+// id and its members' bytes decompress whole.
+func (s *Store) packByID(txn *badger.Txn, id []byte) (*packEntry, error) {
+	if e, ok := s.packs.get(id); ok {
+		return e, nil
 	}
 	it, err := txn.Get(packKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -253,34 +355,138 @@ func (s *Store) packPlain(txn *badger.Txn, id []byte) ([]byte, error) {
 	if sum := sha256.Sum256(rec); !bytes.Equal(sum[:], id) {
 		return nil, errors.New("is corrupt (its bytes do not hash to its id)")
 	}
-	_, plain, err := decodePack(rec)
+	ms, plain, err := decodePack(rec)
 	if err != nil {
 		return nil, err
 	}
-	s.packs.add(id, plain)
-	return plain, nil
+	e := &packEntry{members: make(map[objects.CID]packMember, len(ms)), plain: plain}
+	for _, m := range ms {
+		e.members[m.cid] = m
+	}
+	s.packs.add(id, e)
+	return e, nil
+}
+
+// packIDsWithPrefix lists, in txn, the ids of the stored packs that start
+// with prefix.
+func packIDsWithPrefix(txn *badger.Txn, prefix []byte) [][]byte {
+	o := badger.DefaultIteratorOptions
+	o.PrefetchValues = false
+	o.Prefix = packKey(prefix)
+	it := txn.NewIterator(o)
+	defer it.Close()
+	var ids [][]byte
+	for it.Rewind(); it.Valid(); it.Next() {
+		if k := it.Item().Key(); len(k) == 33 {
+			ids = append(ids, bytes.Clone(k[1:]))
+		}
+	}
+	return ids
+}
+
+// packFor finds the pack a pointer names for block c (ref: the pointer's
+// id, or prefix of one; off and size: where it puts c) and returns c's
+// bytes in it and the pack's id. A whole id names its pack; a prefix names
+// the pack, among those whose ids start with it, whose record lists c at
+// off and size.
+func (s *Store) packFor(txn *badger.Txn, c objects.CID, ref []byte, off, size int) ([]byte, []byte, error) {
+	if len(ref) == 32 { // a long pointer: the caller checks the bytes against c
+		e, err := s.packByID(txn, ref)
+		if err != nil {
+			return nil, ref, err
+		}
+		if off+size > len(e.plain) {
+			return nil, ref, errors.New("is shorter than the pointer says")
+		}
+		return e.plain[off : off+size], ref, nil
+	}
+	var firstErr error
+	try := func(ids [][]byte) ([]byte, []byte, bool) {
+		for _, id := range ids {
+			e, err := s.packByID(txn, id)
+			if err != nil {
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			if b, ok := e.member(c, off, size); ok {
+				return b, id, true
+			}
+		}
+		return nil, nil, false
+	}
+	if b, id, ok := try(s.packs.withPrefix(ref)); ok {
+		return b, id, nil
+	}
+	ids := packIDsWithPrefix(txn, ref)
+	s.packs.notePrefix(ref, ids)
+	if b, id, ok := try(ids); ok {
+		return b, id, nil
+	}
+	switch {
+	case firstErr != nil:
+		return nil, ref, firstErr
+	case len(ids) == 0:
+		return nil, ref, errors.New("is missing")
+	}
+	return nil, ref, errors.New("does not list it")
 }
 
 // blockValue returns the bytes of block c from its key's item: the value
 // itself, or, for a packed block, its bytes taken from the pack. The
-// caller checks them against c.
+// caller checks them against c. The item must be one txn.Get returned.
 func (s *Store) blockValue(txn *badger.Txn, c objects.CID, item *badger.Item) ([]byte, error) {
+	b, _, err := s.itemBytes(txn, c, item)
+	return b, err
+}
+
+// itemBytes is blockValue that also returns the id of the pack the bytes
+// were taken from (nil for a block stored whole).
+func (s *Store) itemBytes(txn *badger.Txn, c objects.CID, item *badger.Item) ([]byte, []byte, error) {
+	meta := item.UserMeta()
+	if !isPacked(meta) {
+		v, err := ownValue(item)
+		return v, nil, err
+	}
 	v, err := item.ValueCopy(nil)
-	if err != nil || item.UserMeta()&metaPacked == 0 {
-		return v, err
-	}
-	id, off, size, ok := decodePointer(v)
-	if !ok {
-		return nil, &PackError{CID: c, Reason: "is named by a malformed pointer"}
-	}
-	plain, err := s.packPlain(txn, id)
 	if err != nil {
-		return nil, &PackError{CID: c, Pack: id, Reason: err.Error()}
+		return nil, nil, err
 	}
-	if off+size > len(plain) {
-		return nil, &PackError{CID: c, Pack: id, Reason: "is shorter than the pointer says"}
+	ref, off, size, ok := decodePointer(meta, v)
+	if !ok {
+		return nil, nil, &PackError{CID: c, Reason: "is named by a malformed pointer"}
 	}
-	return bytes.Clone(plain[off : off+size]), nil
+	b, id, err := s.packFor(txn, c, ref, off, size)
+	if err != nil {
+		return nil, nil, &PackError{CID: c, Pack: id, Reason: err.Error()}
+	}
+	return bytes.Clone(b), id, nil
+}
+
+// ownValue returns the value of an item txn.Get returned, as bytes the
+// caller may keep. Such an item is the caller's alone: a value held in the
+// LSM tree is handed to Item.Value in a buffer of the item's own, filled
+// for that call, and is kept as it is, saving a copy of every small block
+// read (docs/performance.md); a value in the value log is handed in the
+// log file's mapping, valid only during the call, and is copied.
+func ownValue(item *badger.Item) ([]byte, error) {
+	var v []byte
+	err := item.Value(func(b []byte) error {
+		if inTree(item, b) {
+			v = b
+		} else {
+			v = bytes.Clone(b)
+		}
+		return nil
+	})
+	return v, err
+}
+
+// inTree reports whether item's value b is held in the LSM tree: Badger's
+// EstimatedSize is then the key's and the value's lengths, and for a value
+// in the value log the whole log entry's (with the key's version, a
+// header and a checksum), always more (TestOwnValue).
+func inTree(item *badger.Item, b []byte) bool {
+	return item.EstimatedSize() == item.KeySize()+int64(len(b))
 }
 
 // PackReport says what Pack did.
@@ -347,17 +553,7 @@ func (s *Store) packGroup(ctx context.Context, g *[]objects.CID, old map[string]
 			if err != nil {
 				return err
 			}
-			var id []byte
-			if it.UserMeta()&metaPacked != 0 {
-				v, err := it.ValueCopy(nil)
-				if err != nil {
-					return err
-				}
-				if p, _, _, ok := decodePointer(v); ok {
-					id = p
-				}
-			}
-			b, err := s.blockValue(txn, c, it)
+			b, id, err := s.itemBytes(txn, c, it)
 			if err != nil || objects.Verify(c, b) != nil || total+len(b) > maxPackPlain {
 				continue // damaged (verify reports it) or too large: left as it is
 			}
@@ -392,12 +588,17 @@ func (s *Store) packGroup(ctx context.Context, g *[]objects.CID, old map[string]
 		return 0, err
 	}
 	if err := s.db.Update(func(txn *badger.Txn) error {
+		// Short pointers, unless another pack has this one's prefix.
+		meta, pointer := metaPackedShort, encodePointer
+		if len(packIDsWithPrefix(txn, id[:pointerPrefix])) > 0 {
+			meta, pointer = metaPacked, encodeLongPointer
+		}
 		if err := txn.Set(packKey(id), rec); err != nil {
 			return err
 		}
 		off := 0
 		for i, c := range cids {
-			if err := txn.SetEntry(badger.NewEntry(blockKey(c), encodePointer(id, off, len(data[i]))).WithMeta(metaPacked)); err != nil {
+			if err := txn.SetEntry(badger.NewEntry(blockKey(c), pointer(id, off, len(data[i]))).WithMeta(meta)); err != nil {
 				return err
 			}
 			off += len(data[i])
@@ -407,6 +608,7 @@ func (s *Store) packGroup(ctx context.Context, g *[]objects.CID, old map[string]
 		return 0, fmt.Errorf("store: writing a pack: %w", err)
 	}
 	s.writes.Add(1)
+	s.packs.addPrefix(id)
 	rep.Packs++
 	rep.Blocks += len(cids)
 	rep.Bytes += int64(len(rec))
@@ -439,18 +641,33 @@ func (s *Store) packUsers(txn *badger.Txn, id []byte) ([]objects.CID, error) {
 		if err != nil {
 			return nil, err
 		}
-		if bi.UserMeta()&metaPacked == 0 {
+		if !isPacked(bi.UserMeta()) {
 			continue
 		}
 		v, err := bi.ValueCopy(nil)
 		if err != nil {
 			return nil, err
 		}
-		if p, _, _, ok := decodePointer(v); ok && bytes.Equal(p, id) {
+		if pointsInto(bi.UserMeta(), v, id, m) {
 			users = append(users, m.cid)
 		}
 	}
 	return users, nil
+}
+
+// pointsInto reports whether pointer v (meta: its key's user-meta byte)
+// names pack id for its member m: a long pointer by its whole id, a short
+// one by a prefix of it (which no other pack had when it was written) and
+// m's offset and size.
+func pointsInto(meta byte, v, id []byte, m packMember) bool {
+	ref, off, size, ok := decodePointer(meta, v)
+	if !ok {
+		return false
+	}
+	if meta == metaPacked {
+		return bytes.Equal(ref, id)
+	}
+	return bytes.HasPrefix(id, ref) && off == m.off && size == m.size
 }
 
 // dropPackIfUnused deletes pack id when no block key points into it.
@@ -637,7 +854,6 @@ func (s *Store) DropPackForTest(id []byte) error {
 // deletes the packs no pointer names. It returns the pointers dropped.
 func (s *Store) RepairPacks(ctx context.Context) (int, error) {
 	var bad []objects.CID
-	state := map[string]bool{} // pack id → readable
 	err := s.db.View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.PrefetchValues = false
@@ -649,7 +865,7 @@ func (s *Store) RepairPacks(ctx context.Context) (int, error) {
 				return err
 			}
 			item := it.Item()
-			if item.UserMeta()&metaPacked == 0 {
+			if !isPacked(item.UserMeta()) {
 				continue
 			}
 			c, err := objects.CIDFromBytes(item.Key()[1:])
@@ -660,17 +876,10 @@ func (s *Store) RepairPacks(ctx context.Context) (int, error) {
 			if err != nil {
 				return err
 			}
-			id, off, size, ok := decodePointer(v)
+			ref, off, size, ok := decodePointer(item.UserMeta(), v)
 			if ok {
-				good, seen := state[string(id)]
-				if !seen {
-					plain, err := s.packPlain(txn, id)
-					good = err == nil
-					state[string(id)] = good
-					ok = good && off+size <= len(plain)
-				} else {
-					ok = good
-				}
+				_, _, err := s.packFor(txn, c, ref, off, size)
+				ok = err == nil
 			}
 			if !ok {
 				bad = append(bad, c)

@@ -185,3 +185,140 @@ func TestPackMissing(t *testing.T) {
 		t.Fatalf("the scan yielded %d blocks whose pack is gone", n)
 	}
 }
+
+// TestPacksSharingAPrefix: with short pointers carrying none of their
+// pack's id, every pack shares the one prefix, and each block still reads
+// from the pack whose record lists it, by every read path; a regrouping
+// drops the packs it replaced, a delete leaves no pack holding the block,
+// and repair finds nothing to drop.
+func TestPacksSharingAPrefix(t *testing.T) {
+	defer badger.SetPointerPrefix(0)()
+	ctx := context.Background()
+	s := create(t)
+	var blocks []objects.Block
+	var groups [][]objects.CID
+	for i := range 4 {
+		bs := pageVersions(12, uint64(10+i))
+		blocks = append(blocks, bs...)
+		groups = append(groups, cidsOf(bs))
+	}
+	if err := s.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.Pack(ctx, groups); err != nil || rep.Packs != 4 {
+		t.Fatalf("pack: %+v, %v", rep, err)
+	}
+	readAll(t, s, blocks)
+	// Regrouped: two packs of two old groups each; the four old packs go.
+	if _, err := s.Pack(ctx, [][]objects.CID{append(slices.Clone(groups[0]), groups[1]...), append(slices.Clone(groups[2]), groups[3]...)}); err != nil {
+		t.Fatal(err)
+	}
+	packs, err := s.PackMembers(ctx)
+	if err != nil || len(packs) != 2 {
+		t.Fatalf("%d packs after regrouping (%v), want 2", len(packs), err)
+	}
+	readAll(t, s, blocks)
+	gone := blocks[30].CID
+	if err := s.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	packs, _ = s.PackMembers(ctx)
+	for id, ms := range packs {
+		if slices.Contains(ms, gone) {
+			t.Fatalf("pack %x still holds the deleted block", id)
+		}
+	}
+	rest := slices.Delete(slices.Clone(blocks), 30, 31)
+	readAll(t, s, rest)
+	if n, err := s.RepairPacks(ctx); err != nil || n != 0 {
+		t.Fatalf("repair dropped %d pointers (%v), want none", n, err)
+	}
+	if n, err := s.SweepPacks(ctx); err != nil || n != 0 {
+		t.Fatalf("sweep dropped %d packs (%v), want none", n, err)
+	}
+}
+
+// TestLongPointers: blocks whose pointers are in the long layout (an
+// earlier build's pack) read beside short ones, are counted as their
+// pack's users, and are regrouped and deleted like them.
+func TestLongPointers(t *testing.T) {
+	ctx := context.Background()
+	s := create(t)
+	blocks := pageVersions(20, 4)
+	if err := s.Put(ctx, blocks...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pack(ctx, [][]objects.CID{cidsOf(blocks)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks[:10] {
+		if err := s.LengthenPointer(b.CID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readAll(t, s, blocks)
+	if n, err := s.SweepPacks(ctx); err != nil || n != 0 {
+		t.Fatalf("sweep dropped %d packs (%v): the long pointers' pack is in use", n, err)
+	}
+	// Packing the same group again writes it anew (its pointers differ
+	// from the ones Pack writes) and leaves one pack.
+	if _, err := s.Pack(ctx, [][]objects.CID{cidsOf(blocks)}); err != nil {
+		t.Fatal(err)
+	}
+	if packs, err := s.PackMembers(ctx); err != nil || len(packs) != 1 {
+		t.Fatalf("%d packs (%v), want 1", len(packs), err)
+	}
+	readAll(t, s, blocks)
+	for _, b := range blocks[:3] {
+		if err := s.LengthenPointer(b.CID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(ctx, blocks[1].CID); err != nil {
+		t.Fatal(err)
+	}
+	packs, _ := s.PackMembers(ctx)
+	for id, ms := range packs {
+		if slices.Contains(ms, blocks[1].CID) {
+			t.Fatalf("pack %x still holds the deleted block", id)
+		}
+	}
+	readAll(t, s, slices.Delete(slices.Clone(blocks), 1, 2))
+}
+
+// TestOwnValue: Get hands out a small block's bytes as Badger filled them
+// for it, without a copy, and copies a block from the value log, whose
+// bytes are Badger's mapping of the file: inTree tells the two apart,
+// and the bytes of both stay whole after the store is closed.
+func TestOwnValue(t *testing.T) {
+	ctx := context.Background()
+	s := create(t)
+	small := objects.NewValue(bytes.Repeat([]byte("s"), 4096))
+	large := objects.NewValue(bytes.Repeat([]byte("l"), 64<<10))
+	if err := s.Put(ctx, small, large); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		b    objects.Block
+		tree bool
+	}{{small, true}, {large, false}} {
+		in, err := s.InTree(c.b.CID)
+		if err != nil || in != c.tree {
+			t.Fatalf("%d bytes: in the tree %v (%v), want %v", len(c.b.Data), in, err, c.tree)
+		}
+	}
+	a, err := s.Get(ctx, small.CID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Get(ctx, large.CID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, small.Data) || !bytes.Equal(b, large.Data) {
+		t.Fatal("bytes Get returned changed after the store closed")
+	}
+}

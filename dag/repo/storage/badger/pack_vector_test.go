@@ -25,11 +25,19 @@ func TestPackVector(t *testing.T) {
 		t.Fatalf("decodePack: %v %+v %q", err, ms, plain)
 	}
 	id := bytes.Repeat([]byte{0xab}, 32)
-	if got, want := hex.EncodeToString(encodePointer(id, 5, 5)), hex.EncodeToString(id)+"0505"; got != want {
+	// A short pointer (user-meta 02), as Pack writes it: offset, size, the
+	// id's first 4 bytes.
+	if got, want := hex.EncodeToString(encodePointer(id, 5, 5)), "0505abababab"; got != want {
 		t.Fatalf("pointer %s, want %s", got, want)
 	}
-	if _, off, size, ok := decodePointer(encodePointer(id, 300, 4096)); !ok || off != 300 || size != 4096 {
-		t.Fatal("pointer does not round-trip")
+	if ref, off, size, ok := decodePointer(metaPackedShort, encodePointer(id, 300, 4096)); !ok || off != 300 || size != 4096 || !bytes.Equal(ref, id[:4]) {
+		t.Fatal("short pointer does not round-trip")
+	}
+	// A long pointer (user-meta 01), as earlier builds wrote it: the whole
+	// id, offset, size.
+	long := append(bytes.Clone(id), 0xac, 0x02, 0x80, 0x20)
+	if ref, off, size, ok := decodePointer(metaPacked, long); !ok || off != 300 || size != 4096 || !bytes.Equal(ref, id) {
+		t.Fatalf("long pointer read as %x %d %d %v", ref, off, size, ok)
 	}
 	// Malformed heads and pointers are refused, not read past.
 	for _, bad := range [][]byte{nil, {2}, {1, 0}, {1, 5, 36}, rec[:10]} {
@@ -37,7 +45,19 @@ func TestPackVector(t *testing.T) {
 			t.Fatalf("head %x accepted", bad)
 		}
 	}
-	if _, _, _, ok := decodePointer(append(bytes.Clone(id), 0x80)); ok {
-		t.Fatal("truncated pointer accepted")
+	for _, bad := range []struct {
+		meta byte
+		v    []byte
+	}{
+		{metaPacked, append(bytes.Clone(id), 0x80)},                             // truncated
+		{metaPacked, append(bytes.Clone(id), 5, 5, 0)},                          // bytes after the size
+		{metaPackedShort, []byte{0x80}},                                         // truncated
+		{metaPackedShort, append([]byte{5, 5}, bytes.Repeat([]byte{1}, 33)...)}, // a prefix longer than an id
+		{metaPackedShort, []byte{0xff, 0xff, 0xff, 0x7f, 5}},                    // an offset past any pack
+		{0, []byte{5, 5}}, // not a pointer
+	} {
+		if _, _, _, ok := decodePointer(bad.meta, bad.v); ok {
+			t.Fatalf("pointer %02x %x accepted", bad.meta, bad.v)
+		}
 	}
 }

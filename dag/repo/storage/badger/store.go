@@ -249,17 +249,18 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // tableCompression is how Badger compresses the LSM tree's table blocks as
-// it writes them; each table's own is in the MANIFEST, so tables an older
-// build wrote with ZSTD stay readable and are rewritten as compactions
-// reach them. Snappy, not ZSTD: a point read decompresses a whole 16 KiB
-// block for one 4 KiB page or tree node, and ZSTD's decompression of it was
-// the largest part of an unserved diff's CPU; Snappy's costs a fraction of
-// that, for larger blocks (SQLite pages take about 1.6x the space).
-// What a store keeps for long is compressed by gc's packs (one ZSTD frame
-// per group, docs/format.md "Packs"), in the value log, where the table
-// compression never reaches (docs/performance.md, "Where a person waits, a
-// third time").
-var tableCompression = options.Snappy
+// it writes them: not at all. Each table's own compression is in the
+// MANIFEST, so tables older builds wrote with ZSTD or Snappy stay
+// readable and are rewritten as compactions reach them. A point read of a
+// compressed table decompresses a whole 16 KiB block into fresh memory for
+// one 4 KiB page or tree node; an uncompressed block is read where Badger
+// maps the file. An unserved 64 MiB diff took 0.90x the wall time and
+// 0.88x the CPU without it (docs/performance.md, "Where a person waits, a
+// fourth time"), for SQLite pages about 1.2x the space between gcs. What
+// a store keeps for long is compressed by gc's packs (one ZSTD frame per
+// group, docs/format.md "Packs"), in the value log; their pointers in the
+// tables are short.
+var tableCompression = options.None
 
 // opens counts the Badger databases this process has opened (the tests
 // check that an Open opens one).
@@ -770,7 +771,7 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 					keep := want == nil || want(c)
 					var size int64
 					var data []byte
-					if item.UserMeta()&metaPacked != 0 {
+					if isPacked(item.UserMeta()) {
 						// Packed (pack.go): its bytes are taken from its
 						// pack once this worker's ranges are read, each
 						// pack decompressed once.
@@ -778,7 +779,7 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 						if err != nil {
 							continue
 						}
-						id, off, n, ok := decodePointer(v)
+						ref, off, n, ok := decodePointer(item.UserMeta(), v)
 						if !ok {
 							continue // its Get says why
 						}
@@ -789,7 +790,7 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 						if pending == nil {
 							pending = map[string][]packedRef{}
 						}
-						pending[string(id)] = append(pending[string(id)], packedRef{c, off, n})
+						pending[string(ref)] = append(pending[string(ref)], packedRef{c, off, n})
 						continue
 					}
 					if err := item.Value(func(v []byte) error {
@@ -817,16 +818,20 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 				it.Close()
 				s.noteMoved(moved)
 			}
-			for id, refs := range pending {
-				plain, err := s.packPlain(txn, []byte(id))
-				if err != nil {
-					continue // left out: their Gets say why
-				}
+			for ref, refs := range pending {
+				read := map[string]bool{}
 				for _, r := range refs {
-					if r.off+r.size > len(plain) {
-						continue
+					b, id, err := s.packFor(txn, r.c, []byte(ref), r.off, r.size)
+					if err != nil {
+						continue // left out: its Get says why
 					}
-					data := bytes.Clone(plain[r.off : r.off+r.size])
+					if !read[string(id)] {
+						read[string(id)] = true
+						if e, ok := s.packs.get(id); ok {
+							s.noteMoved(len(e.plain))
+						}
+					}
+					data := bytes.Clone(b)
 					batch = append(batch, scannedBlock{r.c, int64(r.size), data})
 					if batchBytes += len(data) + 64; len(batch) == 256 || batchBytes >= 1<<20 {
 						if !send() {
@@ -835,7 +840,6 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 						}
 					}
 				}
-				s.noteMoved(len(plain))
 			}
 			if !send() {
 				errs[w] = ctx.Err()

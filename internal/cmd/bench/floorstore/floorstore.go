@@ -21,7 +21,7 @@ func Options(dir string, readOnly bool) badger.Options {
 		WithMemTableSize(8 << 20).
 		WithValueThreshold(16 << 10).
 		WithValueLogFileSize(64 << 20).
-		WithCompression(options.Snappy).
+		WithCompression(options.None).
 		WithBlockSize(16 << 10).
 		WithBlockCacheSize(32 << 20).
 		WithIndexCacheSize(16 << 20).
