@@ -23,7 +23,7 @@ func Options(dir string, readOnly bool) badger.Options {
 		WithValueLogFileSize(64 << 20).
 		WithCompression(options.None).
 		WithBlockSize(16 << 10).
-		WithBlockCacheSize(32 << 20).
+		WithBlockCacheSize(0).
 		WithIndexCacheSize(16 << 20).
 		WithNumCompactors(2).
 		WithNumLevelZeroTables(9).
