@@ -2,6 +2,11 @@
 // opens the store: every command when no server holds the store, and
 // 'agentstate serve'. The agentstate command (cmd/agentstate) starts it; people
 // type agentstate.
+//
+// Built with the tag lean it is agentstate-engine-lean: every command but
+// those linking go-ethereum, the MCP SDK and the page (cli.Lean), which it
+// hands to agentstate-engine beside it. The front end starts the lean
+// engine when it is installed, the full one otherwise.
 package main
 
 import (
@@ -31,6 +36,9 @@ const memoryLimit = 576 << 20
 const firstGCPercent = 800
 
 func main() {
+	if cli.NeedsFullEngine(os.Args) {
+		os.Exit(cli.ExecFullEngine(os.Args))
+	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(memoryLimit)
 	}

@@ -1,9 +1,10 @@
+//go:build !lean
+
 package cli
 
 import (
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -175,19 +176,6 @@ func (e *env) readTokens(path string) ([]string, error) {
 		return nil, fmt.Errorf("%s: no tokens", path)
 	}
 	return out, nil
-}
-
-// clientTLS trusts the PEM certificates in caFile for --remote.
-func (e *env) clientTLS(caFile string) (*tls.Config, error) {
-	pem, _, err := e.readInput(caFile, maxSecretFile)
-	if err != nil {
-		return nil, fmt.Errorf("AGENTSTATE_REMOTE_CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("AGENTSTATE_REMOTE_CA: %s holds no PEM certificate", caFile)
-	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
 }
 
 // retain applies a retention policy to every agent every interval until the

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -49,16 +50,16 @@ func init() {
 		{"clone", newCloneCommand},
 		{"pull", newPullCommand},
 		{"send", newSendCommand},
-		{"mcp", newMcpCommand},
+		{"mcp", fullOnly["mcp"]},
 		{"receipts", newReceiptsCommand},
 		{"trust", newTrustCommand},
 		{"export", newExportCommand},
 		{"import", newImportCommand},
 		{"keygen", newKeygenCommand},
-		{"push", newPushCommand},
-		{"restore", newRestoreCommand},
+		{"push", fullOnly["push"]},
+		{"restore", fullOnly["restore"]},
 		{"snapshots", newSnapshotsCommand},
-		{"serve", newServeCommand},
+		{"serve", fullOnly["serve"]},
 		{"status", newStatusCommand},
 		{"use", newUseCommand},
 		{"help", newHelpCommand},
@@ -66,6 +67,33 @@ func init() {
 		{"completion", newCompletionCommand},
 		{"__complete", newCompleteCommand},
 	}
+	// A lean build has no builder for the full engine's commands.
+	commandTable = slices.DeleteFunc(commandTable, func(c struct {
+		name  string
+		build func(*env) *cli.Command
+	}) bool {
+		return c.build == nil
+	})
+}
+
+// NeedsFullEngine reports whether this engine, built lean, must hand the
+// command line args to the full engine: it names a command this build
+// leaves out (fullOnly), names none or an unknown one, or asks for a
+// listing of every command (help, shell completion). The full build
+// runs every line itself.
+func NeedsFullEngine(args []string) bool {
+	if !Lean {
+		return false
+	}
+	i := commandIndex(args)
+	if i >= len(args) {
+		return true // no command: the whole help
+	}
+	switch args[i] {
+	case "help", "completion", "__complete":
+		return true
+	}
+	return commandBuilder(args[i]) == nil
 }
 
 // commands builds every command.

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math"
@@ -238,4 +240,17 @@ func (e *env) withServer(addr, dir string, write bool, fn func(r *repo.Repo) err
 	r.Dir = dir
 	r.Now = func() int64 { return repo.NowFrom(e.getenv) }
 	return fn(r)
+}
+
+// clientTLS trusts the PEM certificates in caFile for --remote.
+func (e *env) clientTLS(caFile string) (*tls.Config, error) {
+	pem, _, err := e.readInput(caFile, maxSecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("AGENTSTATE_REMOTE_CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("AGENTSTATE_REMOTE_CA: %s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
 }

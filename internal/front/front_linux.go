@@ -29,6 +29,11 @@ import (
 // Engine is the program that runs commands in its own process.
 const Engine = "agentstate-engine"
 
+// LeanEngine is the engine built without the commands that link
+// go-ethereum, the MCP SDK and the page (cmd/agentstate-engine with the tag
+// lean): it starts sooner, and hands those commands to Engine.
+const LeanEngine = "agentstate-engine-lean"
+
 // Main runs the command line and returns its exit code (when it does not
 // replace the process with the engine).
 func Main() int {
@@ -523,10 +528,15 @@ func isTerminal(fd int) bool {
 	return e == 0
 }
 
-// runEngine replaces this process with the engine, found beside this
-// program or on PATH.
+// runEngine replaces this process with the engine: the lean one when it is
+// installed beside this program, else the full one, found beside this
+// program or on PATH. The lean engine hands the commands it leaves out to
+// the full one beside it (cli.NeedsFullEngine).
 func runEngine(args []string) int {
-	p := enginePath(args[0])
+	p := leanEnginePath(args[0])
+	if p == "" {
+		p = enginePath(args[0])
+	}
 	if p == "" {
 		errorf(Engine + " is not installed beside agentstate or on PATH (make build, or go install ./cmd/...)")
 		return 1
@@ -535,6 +545,22 @@ func runEngine(args []string) int {
 	err := syscall.Exec(p, argv, syscall.Environ())
 	errorf("starting " + p + ": " + err.Error())
 	return 1
+}
+
+// leanEnginePath is LeanEngine beside this program's file or beside
+// argv[0]; "" when neither holds it.
+func leanEnginePath(arg0 string) string {
+	if exe := executable(); exe != "" {
+		if p := path.Join(path.Dir(exe), LeanEngine); isExecutable(p) {
+			return p
+		}
+	}
+	if indexByte(arg0, '/') >= 0 {
+		if p := path.Join(path.Dir(arg0), LeanEngine); isExecutable(p) {
+			return p
+		}
+	}
+	return ""
 }
 
 // enginePath looks beside this program's file, beside argv[0], then on PATH.

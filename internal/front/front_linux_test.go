@@ -264,3 +264,31 @@ func TestHostileServer(t *testing.T) {
 		})
 	}
 }
+
+// The front end starts the lean engine when it is beside argv[0] (or this
+// program's file), and else finds the full one as before.
+func TestLeanEnginePath(t *testing.T) {
+	dir := t.TempDir()
+	arg0 := filepath.Join(dir, "agentstate")
+	if p := leanEnginePath(arg0); p != "" {
+		t.Fatalf("no lean engine installed, but leanEnginePath found %q", p)
+	}
+	for _, name := range []string{Engine, LeanEngine} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, want := leanEnginePath(arg0), filepath.Join(dir, LeanEngine); p != want {
+		t.Fatalf("leanEnginePath = %q, want %q", p, want)
+	}
+	if p, want := enginePath(arg0), filepath.Join(dir, Engine); p != want {
+		t.Fatalf("enginePath = %q, want %q", p, want)
+	}
+	// Not executable: not an engine.
+	if err := os.Chmod(filepath.Join(dir, LeanEngine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p := leanEnginePath(arg0); p != "" {
+		t.Fatalf("a lean engine file that cannot be run was chosen: %q", p)
+	}
+}
