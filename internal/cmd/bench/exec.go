@@ -195,3 +195,19 @@ func machine(ctx context.Context, cfg *config) (*machineFigures, error) {
 	}
 	return m, nil
 }
+
+// engineBin is the engine the front end (cfg.bin) starts when no server
+// holds the store: agentstate-engine-lean when it is installed beside it,
+// else agentstate-engine (internal/front).
+func engineBin(cfg *config) string {
+	dir := filepath.Dir(cfg.bin)
+	if p := filepath.Join(dir, "agentstate-engine-lean"); isExecutableFile(p) {
+		return p
+	}
+	return filepath.Join(dir, "agentstate-engine")
+}
+
+func isExecutableFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}

@@ -21,7 +21,8 @@ import (
 // measured in the same run as the rows it bounds (10f, 16), each against
 // the comparison of that row.
 //
-//   - the engine's start: agentstate-engine --version, which opens no
+//   - the engine's start: --version of the engine the front end starts
+//     (engineBin), which opens no
 //     store, against git cat-file -p HEAD:file (an unserved get runs the
 //     front end and then the engine: 10f's floor);
 //   - the store's read-only open and close, in-process;
@@ -55,7 +56,7 @@ func w21Floors(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 	if _, _, err := r.run(ctx, base, nil, cfg.bin, "--store", store, "put", "key", filepath.Join(gitDir, "file")); err != nil {
 		return nil, err
 	}
-	engine := filepath.Join(filepath.Dir(cfg.bin), "agentstate-engine")
+	engine := engineBin(cfg)
 	hello, err := helloWorld(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func w21Floors(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 		return nil, err
 	}
 	rows := []row{
-		{id: "21a", name: "floor of 10f: the engine's start (agentstate-engine --version) vs git cat-file", as: fmtDur(engA), git: fmtDur(engG), ratio: ratio(float64(engA), float64(engG)),
+		{id: "21a", name: "floor of 10f: the engine's start (the engine the front end starts, --version) vs git cat-file", as: fmtDur(engA), git: fmtDur(engG), ratio: ratio(float64(engA), float64(engG)),
 			note: fmt.Sprintf("in the same run: the unserved get (10f) %s against git's %s (%s); a hello-world Go program %s against %s (%s); an unserved get is the front end, then the engine",
 				fmtDur(getA), fmtDur(getG), ratio(float64(getA), float64(getG)), fmtDur(helloA), fmtDur(helloG), ratio(float64(helloA), float64(helloG)))},
 		{id: "21b", name: "the store's read-only open and close (in-process)", as: fmtDur(openM), git: "-", ratio: ratio(float64(openM), float64(getG)),

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -100,7 +99,7 @@ func blocksRead(ctx context.Context, store, dir string, args ...string) ([]objec
 // store opened read-only in this process, the blocks the command reads
 // (recorded while it runs in-process on a fresh open) read again on a
 // fresh open, on every core, with nothing decoded; plus the engine's start
-// (agentstate-engine --version), measured alternately in the same run. It
+// (--version of the engine the front end starts), measured alternately in the same run. It
 // returns the floor, its parts and the number of blocks.
 func diffStatFloor(ctx context.Context, cfg *config, base, store string, reps int) (floor, start, open, reads time.Duration, blocks int, err error) {
 	cids, err := blocksRead(ctx, store, base, "diff", "--stat", "HEAD~1", "HEAD")
@@ -143,7 +142,7 @@ func diffStatFloor(ctx context.Context, cfg *config, base, store string, reps in
 	if err != nil {
 		return 0, 0, 0, 0, 0, err
 	}
-	engine := filepath.Join(filepath.Dir(cfg.bin), "agentstate-engine")
+	engine := engineBin(cfg)
 	version := func(int) (time.Duration, error) {
 		_, d, err := r.run(ctx, base, nil, engine, "--version")
 		return d, err
