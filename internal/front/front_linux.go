@@ -549,14 +549,18 @@ func runEngine(args []string) int {
 
 // leanEnginePath is LeanEngine beside this program's file or beside
 // argv[0]; "" when neither holds it.
-func leanEnginePath(arg0 string) string {
+func leanEnginePath(arg0 string) string { return beside(arg0, LeanEngine) }
+
+// beside is the program name beside this program's file, else beside
+// argv[0]; "" when neither holds it.
+func beside(arg0, name string) string {
 	if exe := executable(); exe != "" {
-		if p := path.Join(path.Dir(exe), LeanEngine); isExecutable(p) {
+		if p := path.Join(path.Dir(exe), name); isExecutable(p) {
 			return p
 		}
 	}
 	if indexByte(arg0, '/') >= 0 {
-		if p := path.Join(path.Dir(arg0), LeanEngine); isExecutable(p) {
+		if p := path.Join(path.Dir(arg0), name); isExecutable(p) {
 			return p
 		}
 	}
@@ -565,15 +569,8 @@ func leanEnginePath(arg0 string) string {
 
 // enginePath looks beside this program's file, beside argv[0], then on PATH.
 func enginePath(arg0 string) string {
-	if exe := executable(); exe != "" {
-		if p := path.Join(path.Dir(exe), Engine); isExecutable(p) {
-			return p
-		}
-	}
-	if indexByte(arg0, '/') >= 0 {
-		if p := path.Join(path.Dir(arg0), Engine); isExecutable(p) {
-			return p
-		}
+	if p := beside(arg0, Engine); p != "" {
+		return p
 	}
 	pathVar, _ := syscall.Getenv("PATH")
 	for _, d := range split(pathVar, ':') {
