@@ -10,16 +10,16 @@ import (
 // commandTable lists every command under its name, in the order help
 // shows them; each lives in its own cmd_<name>.go beside its flags. (It is
 // set in init: serve's command refers back to it.)
-var commandTable []struct {
+var commandTable []commandEntry
+
+// commandEntry is a command's name and builder.
+type commandEntry struct {
 	name  string
 	build func(*env) *cli.Command
 }
 
 func init() {
-	commandTable = []struct {
-		name  string
-		build func(*env) *cli.Command
-	}{
+	commandTable = []commandEntry{
 		{"init", newInitCommand},
 		{"commit", newCommitCommand},
 		{"put", newPutCommand},
@@ -68,12 +68,7 @@ func init() {
 		{"__complete", newCompleteCommand},
 	}
 	// A lean build has no builder for the full engine's commands.
-	commandTable = slices.DeleteFunc(commandTable, func(c struct {
-		name  string
-		build func(*env) *cli.Command
-	}) bool {
-		return c.build == nil
-	})
+	commandTable = slices.DeleteFunc(commandTable, func(c commandEntry) bool { return c.build == nil })
 }
 
 // NeedsFullEngine reports whether this engine, built lean, must hand the

@@ -300,6 +300,9 @@ func (pc *packCache) drop(id []byte) {
 		}
 	}
 	for k, ids := range pc.prefix {
+		if !bytes.HasPrefix(id, []byte(k)) {
+			continue
+		}
 		if i := slices.IndexFunc(ids, func(o []byte) bool { return bytes.Equal(o, id) }); i >= 0 {
 			pc.prefix[k] = slices.Delete(ids, i, i+1)
 		}
@@ -390,37 +393,46 @@ func packIDsWithPrefix(txn *badger.Txn, prefix []byte) [][]byte {
 // the pack, among those whose ids start with it, whose record lists c at
 // off and size.
 func (s *Store) packFor(txn *badger.Txn, c objects.CID, ref []byte, off, size int) ([]byte, []byte, error) {
-	if len(ref) == 32 { // a long pointer: the caller checks the bytes against c
-		e, err := s.packByID(txn, ref)
-		if err != nil {
-			return nil, ref, err
-		}
-		if off+size > len(e.plain) {
-			return nil, ref, errors.New("is shorter than the pointer says")
-		}
-		return e.plain[off : off+size], ref, nil
+	if len(ref) == 32 {
+		return s.inPacks(txn, c, ref, off, size, [][]byte{ref}, nil)
 	}
-	var firstErr error
-	try := func(ids [][]byte) ([]byte, []byte, bool) {
-		for _, id := range ids {
-			e, err := s.packByID(txn, id)
-			if err != nil {
-				firstErr = cmp.Or(firstErr, err)
-				continue
-			}
-			if b, ok := e.member(c, off, size); ok {
-				return b, id, true
-			}
-		}
-		return nil, nil, false
-	}
-	if b, id, ok := try(s.packs.withPrefix(ref)); ok {
+	if b, id, err := s.inPacks(txn, c, ref, off, size, s.packs.withPrefix(ref), nil); err == nil {
 		return b, id, nil
 	}
 	ids := packIDsWithPrefix(txn, ref)
 	s.packs.notePrefix(ref, ids)
-	if b, id, ok := try(ids); ok {
-		return b, id, nil
+	return s.inPacks(txn, c, ref, off, size, ids, nil)
+}
+
+// inPacks returns c's bytes from the first pack of ids that holds them
+// where the pointer (ref, off, size) says, and that pack's id: for a long
+// pointer (ref a whole id) the pack need only be long enough (the caller
+// checks the bytes against c), for a short one its record must list c
+// there. bad, when not nil, holds the ids of packs found unreadable: they
+// are skipped, and the ones found now are added.
+func (s *Store) inPacks(txn *badger.Txn, c objects.CID, ref []byte, off, size int, ids [][]byte, bad map[string]bool) ([]byte, []byte, error) {
+	var firstErr error
+	for _, id := range ids {
+		if bad[string(id)] {
+			continue
+		}
+		e, err := s.packByID(txn, id)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			if bad != nil {
+				bad[string(id)] = true
+			}
+			continue
+		}
+		if len(ref) == 32 {
+			if off+size > len(e.plain) {
+				return nil, id, errors.New("is shorter than the pointer says")
+			}
+			return e.plain[off : off+size], id, nil
+		}
+		if b, ok := e.member(c, off, size); ok {
+			return b, id, nil
+		}
 	}
 	switch {
 	case firstErr != nil:
@@ -429,6 +441,63 @@ func (s *Store) packFor(txn *badger.Txn, c objects.CID, ref []byte, off, size in
 		return nil, ref, errors.New("is missing")
 	}
 	return nil, ref, errors.New("does not list it")
+}
+
+// packReader resolves many pointers in one transaction (ScanBlocks,
+// RepairPacks): each prefix is listed once, and each pack found unreadable
+// is not read again; its lengths hold each pack's members' bytes once read
+// (-1: unreadable).
+type packReader struct {
+	s       *Store
+	txn     *badger.Txn
+	ids     map[string][][]byte
+	bad     map[string]bool
+	lengths map[string]int
+}
+
+func (s *Store) newPackReader(txn *badger.Txn) *packReader {
+	return &packReader{s: s, txn: txn, ids: map[string][][]byte{}, bad: map[string]bool{}, lengths: map[string]int{}}
+}
+
+// candidates are the packs pointer ref may name.
+func (r *packReader) candidates(ref []byte) [][]byte {
+	if len(ref) == 32 {
+		return [][]byte{ref}
+	}
+	ids, ok := r.ids[string(ref)]
+	if !ok {
+		ids = packIDsWithPrefix(r.txn, ref)
+		r.ids[string(ref)] = ids
+	}
+	return ids
+}
+
+// bytes is packFor for the pointers of one pass.
+func (r *packReader) bytes(c objects.CID, ref []byte, off, size int) ([]byte, []byte, error) {
+	return r.s.inPacks(r.txn, c, ref, off, size, r.candidates(ref), r.bad)
+}
+
+// names reports whether pointer (ref, off, size) names a readable pack long
+// enough to hold c's bytes there: a pack named by a whole id or by a prefix
+// only it has is read and checked once, its length kept, not its bytes (a
+// pass over every pointer of a large store meets its packs in key order,
+// not pack by pack); a prefix several packs share is settled by their
+// member lists (packFor's rule).
+func (r *packReader) names(c objects.CID, ref []byte, off, size int) bool {
+	ids := r.candidates(ref)
+	if len(ids) != 1 {
+		_, _, err := r.bytes(c, ref, off, size)
+		return err == nil
+	}
+	n, seen := r.lengths[string(ids[0])]
+	if !seen {
+		n = -1
+		if e, err := r.s.packByID(r.txn, ids[0]); err == nil {
+			n = len(e.plain)
+		}
+		r.lengths[string(ids[0])] = n
+	}
+	return off+size <= n
 }
 
 // blockValue returns the bytes of block c from its key's item: the value
@@ -855,6 +924,7 @@ func (s *Store) DropPackForTest(id []byte) error {
 func (s *Store) RepairPacks(ctx context.Context) (int, error) {
 	var bad []objects.CID
 	err := s.db.View(func(txn *badger.Txn) error {
+		packs := s.newPackReader(txn)
 		o := badger.DefaultIteratorOptions
 		o.PrefetchValues = false
 		o.Prefix = []byte{nsBlock}
@@ -878,8 +948,7 @@ func (s *Store) RepairPacks(ctx context.Context) (int, error) {
 			}
 			ref, off, size, ok := decodePointer(item.UserMeta(), v)
 			if ok {
-				_, _, err := s.packFor(txn, c, ref, off, size)
-				ok = err == nil
+				ok = packs.names(c, ref, off, size)
 			}
 			if !ok {
 				bad = append(bad, c)

@@ -2,6 +2,7 @@ package badger
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"testing"
 
@@ -60,4 +61,30 @@ func TestPackVector(t *testing.T) {
 			t.Fatalf("pointer %02x %x accepted", bad.meta, bad.v)
 		}
 	}
+}
+
+// FuzzDecodePointer: a pointer read from a store's files is hostile: any
+// bytes under either user-meta byte decode without a panic, and what
+// decodes names offsets and sizes within a pack's bounds and, for a short
+// pointer, re-encodes to the same bytes.
+func FuzzDecodePointer(f *testing.F) {
+	id := bytes.Repeat([]byte{0xab}, 32)
+	f.Add(metaPackedShort, encodePointer(id, 5, 5))
+	f.Add(metaPacked, encodeLongPointer(id, 300, 4096))
+	f.Add(byte(0), []byte{5, 5})
+	f.Fuzz(func(t *testing.T, meta byte, v []byte) {
+		ref, off, size, ok := decodePointer(meta, v)
+		if !ok {
+			return
+		}
+		if off < 0 || size < 0 || off > maxPackPlain || size > maxPackPlain || len(ref) > 32 {
+			t.Fatalf("decoded %x %d %d from %02x %x", ref, off, size, meta, v)
+		}
+		if meta == metaPackedShort {
+			again := binary.AppendUvarint(binary.AppendUvarint(nil, uint64(off)), uint64(size))
+			if !bytes.Equal(append(again, ref...), v) && len(again)+len(ref) == len(v) {
+				t.Fatalf("short pointer %x decoded to %x %d %d", v, ref, off, size)
+			}
+		}
+	})
 }

@@ -840,10 +840,11 @@ func (s *Store) ScanBlocks(ctx context.Context, want func(objects.CID) bool, fn 
 				it.Close()
 				s.noteMoved(moved)
 			}
+			packs := s.newPackReader(txn)
 			for ref, refs := range pending {
 				read := map[string]bool{}
 				for _, r := range refs {
-					b, id, err := s.packFor(txn, r.c, []byte(ref), r.off, r.size)
+					b, id, err := packs.bytes(r.c, []byte(ref), r.off, r.size)
 					if err != nil {
 						continue // left out: its Get says why
 					}
