@@ -64,8 +64,28 @@ func TestLeanEngine(t *testing.T) {
 	if _, e, err := run("", "serve", "--help"); err == nil || !strings.Contains(e, "agentstate-engine") {
 		t.Fatalf("serve without the full engine beside: %v %q, want a failure naming agentstate-engine", err, e)
 	}
+	// The version, asked for with no command, is printed here (checked
+	// against the full engine's below).
+	versionFlags := [][]string{{"--version"}, {"-v"}, {"--store", filepath.Join(dir, "store"), "--version"}}
+	leanVersion := map[string]string{}
+	for _, args := range versionFlags {
+		o, e, err := run("", args...)
+		if err != nil || !strings.HasPrefix(o, "agentstate version ") {
+			t.Errorf("%q without the full engine: %v, output %q (stderr %q), want the version", args, err, o, e)
+		}
+		leanVersion[strings.Join(args, " ")] = o
+	}
+	if _, e, err := run("", "--version", "--help"); err == nil || !strings.Contains(e, "agentstate-engine") {
+		t.Errorf("--version --help without the full engine: %v %q, want the hand-over's failure (help lists every command)", err, e)
+	}
 
-	build("agentstate-engine", "urfave_cli_no_docs")
+	full := build("agentstate-engine", "urfave_cli_no_docs")
+	for _, args := range versionFlags {
+		o, err := exec.Command(full, args...).Output()
+		if want := leanVersion[strings.Join(args, " ")]; err != nil || string(o) != want {
+			t.Errorf("%q: the full engine printed %q (%v), the lean one %q", args, o, err, want)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		want string

@@ -74,21 +74,38 @@ func init() {
 // NeedsFullEngine reports whether this engine, built lean, must hand the
 // command line args to the full engine: it names a command this build
 // leaves out (fullOnly), names none or an unknown one, or asks for a
-// listing of every command (help, shell completion). The full build
-// runs every line itself.
+// listing of every command (help, shell completion). A line with no
+// command that asks only for the version (--version or -v, no help flag)
+// is run here: both engines print the same. The full build runs every
+// line itself.
 func NeedsFullEngine(args []string) bool {
 	if !Lean {
 		return false
 	}
 	i := commandIndex(args)
 	if i >= len(args) {
-		return true // no command: the whole help
+		return !versionOnly(args[1:]) // no command: the whole help
 	}
 	switch args[i] {
 	case "help", "completion", "__complete":
 		return true
 	}
 	return commandBuilder(args[i]) == nil
+}
+
+// versionOnly reports whether global flags name the version flag and no
+// help flag.
+func versionOnly(flags []string) bool {
+	version := false
+	for _, a := range flags {
+		switch strings.TrimLeft(a, "-") {
+		case "version", "v":
+			version = true
+		case "help", "h":
+			return false
+		}
+	}
+	return version
 }
 
 // commands builds every command.

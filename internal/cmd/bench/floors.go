@@ -21,10 +21,10 @@ import (
 // measured in the same run as the rows it bounds (10f, 16), each against
 // the comparison of that row.
 //
-//   - the engine's start: --version of the engine the front end starts
-//     (engineBin), which opens no
-//     store, against git cat-file -p HEAD:file (an unserved get runs the
-//     front end and then the engine: 10f's floor);
+//   - the engine's start: the version command of the engine the front end
+//     starts (engineBin), which opens no store, against git cat-file -p
+//     HEAD:file (an unserved get runs the front end and then the engine:
+//     10f's floor);
 //   - the store's read-only open and close, in-process;
 //   - the first sql query's floor: the pages that query reads, stored as
 //     the store stores a 4 KiB page (ZSTD level 3 over 16 KiB blocks, the
@@ -73,7 +73,7 @@ func w21Floors(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 	if err != nil {
 		return nil, err
 	}
-	engA, engG, err := pairN(n, timeCmd(base, engine, "--version"), gitGet)
+	engA, engG, err := pairN(n, timeCmd(base, engine, "version"), gitGet)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func w21Floors(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 		return nil, err
 	}
 	rows := []row{
-		{id: "21a", name: "floor of 10f: the engine's start (the engine the front end starts, --version) vs git cat-file", as: fmtDur(engA), git: fmtDur(engG), ratio: ratio(float64(engA), float64(engG)),
+		{id: "21a", name: "floor of 10f: the engine's start (the engine the front end starts, its version command) vs git cat-file", as: fmtDur(engA), git: fmtDur(engG), ratio: ratio(float64(engA), float64(engG)),
 			note: fmt.Sprintf("in the same run: the unserved get (10f) %s against git's %s (%s); a hello-world Go program %s against %s (%s); an unserved get is the front end, then the engine",
 				fmtDur(getA), fmtDur(getG), ratio(float64(getA), float64(getG)), fmtDur(helloA), fmtDur(helloG), ratio(float64(helloA), float64(helloG)))},
 		{id: "21b", name: "the store's read-only open and close (in-process)", as: fmtDur(openM), git: "-", ratio: ratio(float64(openM), float64(getG)),

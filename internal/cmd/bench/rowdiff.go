@@ -129,7 +129,7 @@ func w17RowDiff(ctx context.Context, cfg *config, m *machineFigures) ([]row, err
 			note: fmt.Sprintf("a new process each run (the store opened unserved); the command's own part, in-process as a server runs it: %s", fmtDur(ipm))},
 		{id: "17bf", name: "  floor of 17b: the engine's start and the blocks the diff reads, read cold",
 			as: fmtDur(floor), git: "-", restic: "-", ratio: ratio(float64(stm), float64(floor)),
-			note: fmt.Sprintf("in the same run: %s --version %s; a read-only open in this process (last run) %s; then the %d blocks an in-process diff --stat read (recorded on a fresh open: chunk list nodes and pages of both versions, tree nodes, commits) read again by Get on every core, nothing decoded, %s; ratio: 17b over this floor", filepath.Base(engineBin(cfg)), fmtDur(fStart), fmtDur(fOpen), fBlocks, fmtDur(fReads))},
+			note: fmt.Sprintf("in the same run: %s version %s; a read-only open in this process (last run) %s; then the %d blocks an in-process diff --stat read (recorded on a fresh open: chunk list nodes and pages of both versions, tree nodes, commits) read again by Get on every core, nothing decoded, %s; ratio: 17b over this floor", filepath.Base(engineBin(cfg)), fmtDur(fStart), fmtDur(fOpen), fBlocks, fmtDur(fReads))},
 		{id: "17s", name: "  diff --sql of the same, served",
 			as: fmtDur(svm), git: "-", restic: "-", ratio: ratio(float64(svm), float64(ssm)),
 			target: fmt.Sprintf("<= %gx sqldiff", sqlLimit), verdict: verdictMax(float64(svm)/float64(ssm), sqlLimit),

@@ -99,8 +99,9 @@ func blocksRead(ctx context.Context, store, dir string, args ...string) ([]objec
 // store opened read-only in this process, the blocks the command reads
 // (recorded while it runs in-process on a fresh open) read again on a
 // fresh open, on every core, with nothing decoded; plus the engine's start
-// (--version of the engine the front end starts), measured alternately in the same run. It
-// returns the floor, its parts and the number of blocks.
+// (the version command of the engine the front end starts: it builds one
+// command, as a command line naming one does), measured alternately in the
+// same run. It returns the floor, its parts and the number of blocks.
 func diffStatFloor(ctx context.Context, cfg *config, base, store string, reps int) (floor, start, open, reads time.Duration, blocks int, err error) {
 	cids, err := blocksRead(ctx, store, base, "diff", "--stat", "HEAD~1", "HEAD")
 	if err != nil {
@@ -144,7 +145,7 @@ func diffStatFloor(ctx context.Context, cfg *config, base, store string, reps in
 	}
 	engine := engineBin(cfg)
 	version := func(int) (time.Duration, error) {
-		_, d, err := r.run(ctx, base, nil, engine, "--version")
+		_, d, err := r.run(ctx, base, nil, engine, "version")
 		return d, err
 	}
 	all, st, err := pairN(reps, readAll, version)
