@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentstate/agentstate/dag/sqlitedb"
 	"github.com/agentstate/agentstate/dag/sqlitedb/rowdiff"
+	"github.com/agentstate/agentstate/dag/sqlitedb/sqlitetest"
 	"github.com/agentstate/agentstate/objects"
 	"github.com/agentstate/agentstate/objects/memstore"
 )
@@ -29,29 +30,11 @@ func run(t testing.TB, name string, args ...string) string {
 	return string(out)
 }
 
-// baseDB is a brain's memory.db: rowid tables (with and without an INTEGER
-// PRIMARY KEY), a WITHOUT ROWID table with a composite key, one with a BLOB
-// key, an FTS5 table, an index and a trigger.
+// baseDB is a brain's memory.db (sqlitetest.BaseSQL).
 func baseDB(t testing.TB, rows int) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "memory.db")
-	run(t, "sqlite3", file, `PRAGMA page_size=4096;
-CREATE TABLE messages(id INTEGER PRIMARY KEY, role TEXT NOT NULL, body TEXT, score REAL, raw BLOB);
-CREATE TABLE log(at TEXT, what TEXT);
-CREATE TABLE facts(subject TEXT, predicate TEXT, object TEXT, PRIMARY KEY(subject, predicate)) WITHOUT ROWID;
-CREATE TABLE blobs(k BLOB PRIMARY KEY, v) WITHOUT ROWID;
-CREATE TABLE counter(id INTEGER PRIMARY KEY AUTOINCREMENT, n);
-CREATE VIRTUAL TABLE notes USING fts5(title, body);
-CREATE INDEX messages_role ON messages(role);
-CREATE TRIGGER log_msg AFTER INSERT ON messages BEGIN INSERT INTO log VALUES('t', 'insert ' || new.id); END;
-WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<`+strconv.Itoa(rows)+`)
-INSERT INTO messages SELECT x, CASE x%3 WHEN 0 THEN 'user' WHEN 1 THEN 'assistant' ELSE 'tool' END,
-  'message ' || x || ' ' || hex(randomblob(40)), x/7.0, CASE WHEN x%5=0 THEN randomblob(8) END FROM c;
-INSERT INTO messages VALUES(-5, 'user', NULL, 1e300, x'00ff10');
-INSERT INTO facts VALUES('lumen','is','an agent'),('lumen','likes','reentrancy checks'),('sky','is','blue');
-INSERT INTO blobs VALUES(x'0001', 1), (x'ff', 'two');
-INSERT INTO counter(n) VALUES(1),(2),(3);
-INSERT INTO notes VALUES('reentrancy','check external calls'),('access control','owner checks'),('gas','loops over storage');`)
+	run(t, "sqlite3", file, sqlitetest.BaseSQL(rows))
 	return file
 }
 
