@@ -11,19 +11,20 @@ import (
 
 	"github.com/agentstate/agentstate/dag/inspect"
 	"github.com/agentstate/agentstate/dag/inspect/inspecttest"
+	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
 )
 
-// checkoutDB writes agent A's memory.db at HEAD to a file, as a checkout
+// checkoutDB writes agent's memory.db at HEAD to a file, as a checkout
 // does, for the sqlite3 shell to read.
-func checkoutDB(t *testing.T, s *inspecttest.SQLite, name string) string {
+func checkoutDB(t *testing.T, r *repo.Repo, agent, name string) string {
 	t.Helper()
 	ctx := context.Background()
-	_, hc, err := s.R.HeadCommit(ctx, inspecttest.A)
+	_, hc, err := r.HeadCommit(ctx, agent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := objects.LoadTree(ctx, s.R.Blocks, hc.Tree)
+	tr, err := objects.LoadTree(ctx, r.Blocks, hc.Tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func checkoutDB(t *testing.T, s *inspecttest.SQLite, name string) string {
 	if err != nil || !ok {
 		t.Fatalf("memory.db at HEAD: %v %v", ok, err)
 	}
-	data, err := objects.ReadValue(ctx, s.R.Blocks, val)
+	data, err := objects.ReadValue(ctx, r.Blocks, val)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ UPDATE messages SET body=(SELECT body FROM old.messages WHERE id=7) WHERE id=7;
 INSERT INTO messages(id, role, body, score, raw, at) SELECT id, role, body, score, raw, at FROM old.messages WHERE id=8;
 UPDATE facts SET object='an agent' WHERE subject='lumen' AND predicate='is';
 DELETE FROM notes WHERE rowid=3;`)
-	got := checkoutDB(t, s, "memory.db")
+	got := checkoutDB(t, s.R, inspecttest.A, "memory.db")
 	q := `PRAGMA integrity_check; SELECT * FROM messages ORDER BY id; SELECT * FROM facts; SELECT rowid, * FROM notes; SELECT rowid FROM notes WHERE notes MATCH 'gas OR reentrancy'; SELECT * FROM tasks;`
 	if g, w := sqlite3Run(t, got, q), sqlite3Run(t, want, q); g != w {
 		t.Fatalf("the reverted database differs from sqlite3's:\n%s\nwant\n%s", clipLines(g), clipLines(w))

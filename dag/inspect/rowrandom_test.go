@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,7 +33,11 @@ import (
 // that changed, must be what sqlite3 finds comparing each task's file with
 // the one before: a row is blamed on the last task that inserted or
 // changed it, and its history lists every task that inserted, changed or
-// deleted it, newest first.
+// deleted it, newest first. Then rows are reverted one by one (revert
+// --row of the task that last changed them): each commit's database must be
+// what sqlite3 makes running the inverse statement on HEAD's file (the
+// table's triggers run, as they do in the revert), and a row a later task
+// changed to something else again must be refused, changing nothing.
 func TestRowHistoryAndBlameAgainstSQLite(t *testing.T) {
 	seeds, tasks := 3, 6
 	if testing.Short() {
@@ -82,16 +88,22 @@ func TestRowHistoryAndBlameAgainstSQLite(t *testing.T) {
 			if err := rt.Close(); err != nil {
 				t.Fatal(err)
 			}
-			r, err := repo.Open(dir, repo.Options{ReadOnly: true})
+			r, err := repo.Open(dir, repo.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
 			v := inspect.New(r)
 
+			type change struct{ ins, del, upd map[string]bool }
+			type rowChange struct {
+				table, key string
+				task       int
+				later      bool // a later task changed the row too
+			}
+			var touched []rowChange
 			for _, table := range []string{"messages", "facts", "notes"} {
 				// The oracle: each task's inserted, deleted and updated rows.
-				type change struct{ ins, del, upd map[string]bool }
 				changes := make([]change, len(files)-1) // changes[i]: task t<i>
 				for i := range changes {
 					ins, del, upd := sqlitetest.Changes(t, files[i], files[i+1], table)
@@ -107,6 +119,18 @@ func TestRowHistoryAndBlameAgainstSQLite(t *testing.T) {
 					}
 					for k := range c.upd {
 						last[k] = i
+					}
+				}
+
+				for i, c := range changes {
+					for _, m := range []map[string]bool{c.ins, c.del, c.upd} {
+						for k := range m {
+							later := false
+							for _, d := range changes[i+1:] {
+								later = later || d.ins[k] || d.del[k] || d.upd[k]
+							}
+							touched = append(touched, rowChange{table, k, i, later})
+						}
 					}
 				}
 
@@ -175,8 +199,120 @@ func TestRowHistoryAndBlameAgainstSQLite(t *testing.T) {
 					}
 				}
 			}
+
+			// Reverts, one row at a time, of tasks after the first.
+			slices.SortFunc(touched, func(a, b rowChange) int {
+				return strings.Compare(fmt.Sprint(a.table, a.key, a.task), fmt.Sprint(b.table, b.key, b.task))
+			})
+			rng := rand.New(rand.NewPCG(uint64(seed), 9))
+			rng.Shuffle(len(touched), func(i, j int) { touched[i], touched[j] = touched[j], touched[i] })
+			head := files[len(files)-1]
+			done, refused := map[string]bool{}, 0
+			for _, rc := range touched {
+				if rc.task == 0 || done[rc.table+rc.key] || (rc.later && refused >= 3) || len(done) >= 8 {
+					continue
+				}
+				before, after := files[rc.task], files[rc.task+1]
+				rev, ref := fmt.Sprintf("task:t%d", rc.task), rc.table+":"+rowRef(t, rc.key)
+				atHead := rowValues(t, head, rc.table, rc.key)
+				if rc.later && atHead != rowValues(t, after, rc.table, rc.key) && atHead != rowValues(t, before, rc.table, rc.key) {
+					_, err := v.RevertRow(ctx, "a", rev, "memory.db", ref, inspect.WriteOptions{})
+					var ce *inspect.RowConflictError
+					if !errors.As(err, &ce) || !strings.Contains(err.Error(), ref) {
+						t.Fatalf("revert %s %s, changed later too: %v, want a conflict naming the row", rev, ref, err)
+					}
+					if got := checkoutDB(t, r, "a", "refused.db"); sqlitetest.Query(t, got, "SELECT 1") != "1" || sqldiff(t, head, got) != "" {
+						t.Fatalf("a refused revert changed the database")
+					}
+					if os.Getenv("ROWDIFF_RANDOM_SHOW") != "" {
+						t.Logf("refused %s %s", rev, ref)
+					}
+					refused++
+					continue
+				}
+				if rc.later {
+					continue // changed later, and back: not this test's case
+				}
+				want := filepath.Join(work, fmt.Sprintf("want-%d.db", len(done)))
+				data, err := os.ReadFile(head)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(want, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				sqlitetest.Query(t, want, "ATTACH '"+before+"' AS o; "+inverse(t, before, head, rc.table, rc.key))
+				if _, err := v.RevertRow(ctx, "a", rev, "memory.db", ref, inspect.WriteOptions{}); err != nil {
+					t.Fatalf("revert %s %s: %v", rev, ref, err)
+				}
+				got := checkoutDB(t, r, "a", fmt.Sprintf("got-%d.db", len(done)))
+				if out := sqldiff(t, want, got); out != "" {
+					t.Fatalf("revert %s %s: sqldiff against sqlite3's revert:\n%s", rev, ref, out)
+				}
+				if os.Getenv("ROWDIFF_RANDOM_SHOW") != "" {
+					t.Logf("reverted %s %s", rev, ref)
+				}
+				done[rc.table+rc.key] = true
+				head = got
+			}
+			if len(done) == 0 {
+				t.Fatal("no row was reverted")
+			}
 		})
 	}
+}
+
+// rowValues is the row of table at key in file as sqlite3 quotes its
+// columns, "" when there is none.
+func rowValues(t *testing.T, file, table, key string) string {
+	t.Helper()
+	var cols []string
+	for _, c := range strings.Split(sqlitetest.Query(t, file, fmt.Sprintf("SELECT name FROM pragma_table_info('%s')", table)), "\n") {
+		cols = append(cols, "quote("+c+")")
+	}
+	return sqlitetest.Query(t, file, fmt.Sprintf("SELECT %s FROM %s WHERE %s", strings.Join(cols, " || ',' || "), table, where(table, key)))
+}
+
+// where selects the row of table at key (a rowid, or facts' two texts).
+func where(table, key string) string {
+	if table == "facts" {
+		return "(subject, predicate) = (" + key + ")"
+	}
+	return "rowid = " + key
+}
+
+// inverse is the statement that puts back the row of table at key as the
+// database attached as o (before, the file before the change) holds it,
+// in head: deleted, inserted, or its columns updated (so that the table's
+// triggers run as they would for that statement).
+func inverse(t *testing.T, before, head, table, key string) string {
+	t.Helper()
+	cols := strings.Join(strings.Split(sqlitetest.Query(t, before, fmt.Sprintf("SELECT name FROM pragma_table_info('%s')", table)), "\n"), ", ")
+	w := where(table, key)
+	in := func(file string) bool {
+		return sqlitetest.Query(t, file, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", table, w)) != "0"
+	}
+	switch {
+	case !in(before):
+		return fmt.Sprintf("DELETE FROM main.%s WHERE %s", table, w)
+	case !in(head):
+		if table != "facts" {
+			cols = "rowid, " + cols
+		}
+		return fmt.Sprintf("INSERT INTO main.%s(%s) SELECT %s FROM o.%s WHERE %s", table, cols, cols, table, w)
+	default:
+		return fmt.Sprintf("UPDATE main.%s SET (%s) = (SELECT %s FROM o.%s WHERE %s) WHERE %s", table, cols, cols, table, w, w)
+	}
+}
+
+// sqldiff is what sqldiff finds between two files ("" when none).
+func sqldiff(t *testing.T, a, b string) string {
+	t.Helper()
+	out, err := exec.Command("sqldiff", a, b).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sqldiff: %v\n%s", err, out)
+	}
+	return string(out)
 }
 
 func set(keys []string) map[string]bool {
