@@ -33,7 +33,8 @@ import (
 // that changed, must be what sqlite3 finds comparing each task's file with
 // the one before: a row is blamed on the last task that inserted or
 // changed it, and its history lists every task that inserted, changed or
-// deleted it, newest first. Then rows are reverted one by one (revert
+// deleted it, newest first. Queries at each task's commit must print what
+// sqlite3 prints on that task's file. Then rows are reverted one by one (revert
 // --row of the task that last changed them): each commit's database must be
 // what sqlite3 makes running the inverse statement on HEAD's file (the
 // table's triggers run, as they do in the revert), and a row a later task
@@ -102,6 +103,25 @@ func TestRowHistoryAndBlameAgainstSQLite(t *testing.T) {
 				later      bool // a later task changed the row too
 			}
 			var touched []rowChange
+			// Queries at every task's commit, against sqlite3 on its file.
+			for i := range tasks + 1 {
+				for _, q := range []string{
+					"SELECT id, role, length(body), substr(body, 1, 12), hex(substr(body, -8)), score, typeof(raw) FROM messages ORDER BY id",
+					"SELECT count(*), sum(length(body)), max(id) FROM messages WHERE role = 'tool'",
+					"SELECT * FROM facts ORDER BY subject DESC, predicate",
+					"SELECT rowid, title, length(body) FROM notes WHERE notes MATCH 'a* OR e*' ORDER BY rowid",
+					"SELECT type, name, tbl_name FROM sqlite_schema ORDER BY name",
+				} {
+					res, err := v.SQL(ctx, "a", fmt.Sprintf("task:t%d", i), "memory.db", q, inspect.SQLLimits{})
+					if err != nil {
+						t.Fatalf("sql at task:t%d %s: %v", i, q, err)
+					}
+					if got, want := listMode(res), sqlite3Out(t, files[i+1], q); got != want {
+						t.Fatalf("sql at task:t%d %s:\ngot  %.300q\nwant %.300q", i, q, got, want)
+					}
+				}
+			}
+
 			for _, table := range []string{"messages", "facts", "notes"} {
 				// The oracle: each task's inserted, deleted and updated rows.
 				changes := make([]change, len(files)-1) // changes[i]: task t<i>
