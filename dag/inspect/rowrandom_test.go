@@ -40,14 +40,8 @@ import (
 // table's triggers run, as they do in the revert), and a row a later task
 // changed to something else again must be refused, changing nothing.
 func TestRowHistoryAndBlameAgainstSQLite(t *testing.T) {
-	seeds, tasks := 3, 6
-	if testing.Short() {
-		seeds = 1
-	}
-	if s := os.Getenv("ROWDIFF_RANDOM_SEEDS"); s != "" {
-		seeds, _ = strconv.Atoi(s)
-	}
-	for seed := range seeds {
+	const tasks = 6
+	for seed := range sqlitetest.Seeds(1, 3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			ctx := context.Background()
 			dir, work := t.TempDir(), t.TempDir()

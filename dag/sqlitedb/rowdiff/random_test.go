@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/agentstate/agentstate/dag/sqlitedb/sqlitetest"
@@ -19,14 +18,8 @@ import (
 // against what sqlite3 counts by joining the two files on each table's
 // key, and the SQL against sqldiff after sqlite3 applies it.
 func TestRandomEditsAgainstSQLite(t *testing.T) {
-	seeds, steps := 6, 4
-	if testing.Short() {
-		seeds = 2
-	}
-	if s := os.Getenv("ROWDIFF_RANDOM_SEEDS"); s != "" {
-		seeds, _ = strconv.Atoi(s)
-	}
-	for seed := range seeds {
+	const steps = 4
+	for seed := range sqlitetest.Seeds(2, 6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			ed := sqlitetest.NewEditor(uint64(seed))
 			old := baseDB(t, 3000)

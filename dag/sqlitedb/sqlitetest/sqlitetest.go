@@ -6,6 +6,7 @@ package sqlitetest
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -34,6 +35,20 @@ INSERT INTO facts VALUES('lumen','is','an agent'),('lumen','likes','reentrancy c
 INSERT INTO blobs VALUES(x'0001', 1), (x'ff', 'two');
 INSERT INTO counter(n) VALUES(1),(2),(3);
 INSERT INTO notes VALUES('reentrancy','check external calls'),('access control','owner checks'),('gas','loops over storage');`
+}
+
+// Seeds is how many random histories a test runs: short under -short,
+// else full, or what ROWDIFF_RANDOM_SEEDS says (for a longer hunt).
+func Seeds(short, full int) int {
+	if s := os.Getenv("ROWDIFF_RANDOM_SEEDS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+	}
+	if testing.Short() {
+		return short
+	}
+	return full
 }
 
 // NewEditor returns an Editor whose scripts follow from seed.
