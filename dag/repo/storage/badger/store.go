@@ -307,8 +307,8 @@ func open(dir string, opts Options) (*Store, error) {
 	// Tuned for a short-lived CLI as much as for a long-running runtime
 	// (docs/performance.md): opening allocates and maps a memtable and a
 	// value-log file, so both are kept small; values under 16 KiB (tree
-	// nodes, commits, SQLite pages, small files) live in the LSM tree, where
-	// Snappy compresses them (tableCompression); larger ones
+	// nodes, commits, SQLite pages, small files) live in the LSM tree, in
+	// uncompressed tables (tableCompression); larger ones
 	// (content-defined chunks, which are at least 16 KiB) go to the value
 	// log, written once: through the LSM
 	// tree, whose keys are hashes, every compaction rewrote them (a 2 GiB
@@ -326,7 +326,11 @@ func open(dir string, opts Options) (*Store, error) {
 		WithCompression(tableCompression).
 		WithBlockSize(16 << 10).
 		WithBlockCacheSize(blockCache()).
-		WithIndexCacheSize(16 << 20).
+		// No index cache: Badger consults it only for encrypted tables;
+		// an unencrypted table's index is read where the file is mapped.
+		// Creating the cache (a Ristretto cache, its counters, metrics
+		// and goroutine) was a cost of every open.
+		WithIndexCacheSize(0).
 		WithNumCompactors(2).
 		WithNumLevelZeroTables(levelZeroBackground).
 		WithNumLevelZeroTablesStall(2 * levelZeroBackground).

@@ -24,7 +24,7 @@ func Options(dir string, readOnly bool) badger.Options {
 		WithCompression(options.None).
 		WithBlockSize(16 << 10).
 		WithBlockCacheSize(0).
-		WithIndexCacheSize(16 << 20).
+		WithIndexCacheSize(0).
 		WithNumCompactors(2).
 		WithNumLevelZeroTables(9).
 		WithNumLevelZeroTablesStall(18).
