@@ -252,7 +252,41 @@ func (c *Client) sendMined(ctx context.Context, name, op string, n [32]byte, fro
 	if rcpt.Status != types.ReceiptStatusSuccessful {
 		return hash, c.refused(ctx, name, n, from, res, hash, errors.New(op+": transaction status 0"))
 	}
+	if err := c.waitHead(ctx, rcpt.BlockNumber); err != nil {
+		return hash, &Error{Op: op + " transaction " + hash.Hex() + ": mined in block " + rcpt.BlockNumber.String() + "; waiting for the chain's head to reach it", Name: name, Err: err}
+	}
 	return hash, nil
+}
+
+// waitHead polls until the chain's latest block is at least block: a node
+// may hand out a transaction's receipt as soon as its block is stored,
+// before making that block the head, and reads are at the latest block,
+// so a write is not read back until then.
+func (c *Client) waitHead(ctx context.Context, block *big.Int) error {
+	if block == nil {
+		return nil
+	}
+	wait := headPoll
+	for {
+		h, err := c.backend.HeaderByNumber(ctx, nil)
+		if err == nil && h != nil && h.Number != nil && h.Number.Cmp(block) >= 0 {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %w", ErrNotMined, ctx.Err())
+			}
+			return rpcFail(err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: %w", ErrNotMined, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(wait*2, maxPoll)
+	}
 }
 
 // setTextCall is a simulated setText, ready to send.
@@ -386,6 +420,9 @@ func (c *Client) chain(ctx context.Context) (*big.Int, error) {
 const (
 	firstPoll = 50 * time.Millisecond
 	maxPoll   = 2 * time.Second
+	// headPoll is the first wait for the head to reach a mined block: it
+	// is usually there already, or a moment after.
+	headPoll = 5 * time.Millisecond
 )
 
 // waitMined polls for the receipt of hash until it exists or ctx ends.

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,6 +414,64 @@ func TestWriteWaitsWithinContext(t *testing.T) {
 	c.sim.Commit()
 	if got := c.rawText("lumen.eth", PointerKey); got != blob1 {
 		t.Fatalf("after mining, lumen.eth holds %q, want %q", got, blob1)
+	}
+}
+
+// laggingHead hands out receipts before it makes their block the head, as
+// a node may: for its first lag calls after a receipt, the latest block it
+// reports is the one before.
+type laggingHead struct {
+	autoMine
+	lag, calls *atomic.Int32
+	of         int32 // the lag set when a receipt is handed out
+}
+
+func (l laggingHead) TransactionReceipt(ctx context.Context, h common.Hash) (*types.Receipt, error) {
+	r, err := l.autoMine.TransactionReceipt(ctx, h)
+	if err == nil {
+		l.lag.Store(l.of)
+		l.calls.Store(0)
+	}
+	return r, err
+}
+
+func (l laggingHead) HeaderByNumber(ctx context.Context, n *big.Int) (*types.Header, error) {
+	h, err := l.autoMine.HeaderByNumber(ctx, n)
+	if err != nil || n != nil {
+		return h, err
+	}
+	l.calls.Add(1)
+	if l.lag.Add(-1) >= 0 {
+		return l.autoMine.HeaderByNumber(ctx, new(big.Int).Sub(h.Number, big.NewInt(1)))
+	}
+	return h, nil
+}
+
+// A write returns once the chain's head holds its block, so that reads (at
+// the latest block) see it; a head that does not get there within the
+// context is an error naming the transaction.
+func TestWriteWaitsForTheHead(t *testing.T) {
+	c := newTestChain(t)
+	var lag, calls atomic.Int32
+	cl := NewClient(laggingHead{autoMine: c.backend, lag: &lag, calls: &calls, of: 3}, c.registry)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := cl.WritePointer(ctx, "lumen.eth", blob1, c.owner); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n < 4 {
+		t.Fatalf("the write asked for the head %d times after its receipt, want at least 4 (3 behind, then there)", n)
+	}
+	if got, err := cl.ReadPointer(ctx, "lumen.eth"); err != nil || got != blob1 {
+		t.Fatalf("read after the write: %q %v, want %q", got, err, blob1)
+	}
+
+	never := NewClient(laggingHead{autoMine: c.backend, lag: &lag, calls: &calls, of: 1 << 30}, c.registry)
+	short, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	tx, err := never.WritePointer(short, "lumen.eth", blob2, c.owner)
+	if !errors.Is(err, ErrNotMined) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), tx.Hex()) || !strings.Contains(err.Error(), "head") {
+		t.Fatalf("a head that never reaches the write: %s %v, want a deadline error naming the transaction and the head", tx, err)
 	}
 }
 

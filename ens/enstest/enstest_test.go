@@ -130,12 +130,14 @@ func TestChainOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
+	var mined *big.Int
 	for {
 		r, err := cl.TransactionReceipt(ctx, tx.Hash())
 		if err == nil {
 			if r.Status != types.ReceiptStatusSuccessful {
 				t.Fatal("owner's setText reverted")
 			}
+			mined = r.BlockNumber
 			break
 		}
 		if !errors.Is(err, ethereum.NotFound) {
@@ -147,6 +149,21 @@ func TestChainOverHTTP(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Logf("sealed after %v", time.Since(start))
+	// The node hands out a receipt once its block is stored, and makes the
+	// block the head a moment later; reads are at the head.
+	for {
+		h, err := cl.HeaderByNumber(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Number.Cmp(mined) >= 0 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the head stayed at block %s, before the transaction's %s", h.Number, mined)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if got := c.Text(t, "lumen.eth", "agent-snapshot"); got != "hello" {
 		t.Fatalf("record = %q, want hello", got)
 	}
