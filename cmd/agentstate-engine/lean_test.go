@@ -66,12 +66,16 @@ func TestLeanEngine(t *testing.T) {
 	}
 	// The version, asked for with no command, is printed here (checked
 	// against the full engine's below).
+	version, e, err := run("", "version")
+	if err != nil || !strings.HasPrefix(version, "agentstate version ") {
+		t.Fatalf("version: %v %q %s", err, version, e)
+	}
 	versionFlags := [][]string{{"--version"}, {"-v"}, {"--store", filepath.Join(dir, "store"), "--version"}}
 	leanVersion := map[string]string{}
 	for _, args := range versionFlags {
 		o, e, err := run("", args...)
-		if err != nil || !strings.HasPrefix(o, "agentstate version ") {
-			t.Errorf("%q without the full engine: %v, output %q (stderr %q), want the version", args, err, o, e)
+		if err != nil || o != version {
+			t.Errorf("%q without the full engine: %v, output %q (stderr %q), want the version command's %q", args, err, o, e, version)
 		}
 		leanVersion[strings.Join(args, " ")] = o
 	}

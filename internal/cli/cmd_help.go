@@ -35,7 +35,7 @@ func newVersionCommand(e *env) *cli.Command {
 			if c.Bool("json") {
 				return e.writeJSON(v)
 			}
-			fmt.Fprintf(e.stdout, "agentstate %s\n", v)
+			fmt.Fprintf(e.stdout, "agentstate version %s\n", v) // as --version prints it, and as git prints both
 			return nil
 		}}
 }
