@@ -84,7 +84,7 @@ func NeedsFullEngine(args []string) bool {
 	}
 	i := commandIndex(args)
 	if i >= len(args) {
-		return !versionOnly(args[1:]) // no command: the whole help
+		return !versionOnly(args) // no command: the whole help
 	}
 	switch args[i] {
 	case "help", "completion", "__complete":
@@ -93,16 +93,20 @@ func NeedsFullEngine(args []string) bool {
 	return commandBuilder(args[i]) == nil
 }
 
-// versionOnly reports whether global flags name the version flag and no
-// help flag.
-func versionOnly(flags []string) bool {
+// versionOnly reports whether args (a command line naming no command: flags
+// and their values) ask for the version (--version, -v) and not for help.
+// A global flag's value is not read as a flag: --agent v names an agent.
+func versionOnly(args []string) bool {
 	version := false
-	for _, a := range flags {
-		switch strings.TrimLeft(a, "-") {
-		case "version", "v":
+	for i := 1; i < len(args); i++ {
+		name, _, withValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		switch {
+		case name == "version" || name == "v":
 			version = true
-		case "help", "h":
+		case name == "help" || name == "h":
 			return false
+		case !withValue && slices.Contains(globalFlagNames, name):
+			i++ // its value
 		}
 	}
 	return version

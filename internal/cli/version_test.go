@@ -18,3 +18,28 @@ func TestVersionFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionOnly: a command line naming no command is the lean engine's to
+// run when it asks for the version and not for help; a global flag's value
+// spelled like a flag is a value.
+func TestVersionOnly(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"agentstate", "--version"}, true},
+		{[]string{"agentstate", "-v"}, true},
+		{[]string{"agentstate", "--store", "s", "--version"}, true},
+		{[]string{"agentstate", "--store=s", "-v"}, true},
+		{[]string{"agentstate"}, false},
+		{[]string{"agentstate", "--version", "--help"}, false},
+		{[]string{"agentstate", "-h", "-v"}, false},
+		{[]string{"agentstate", "--agent", "v"}, false},
+		{[]string{"agentstate", "--agent", "-v"}, false},
+		{[]string{"agentstate", "--store", "help", "--version"}, true},
+	} {
+		if got := versionOnly(c.args); got != c.want {
+			t.Errorf("versionOnly(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
