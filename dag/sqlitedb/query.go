@@ -132,7 +132,8 @@ func (c *Cell) UnmarshalJSON(b []byte) error {
 
 // String renders the cell as sqlite3's list mode does: NULL as the empty
 // string, a real with up to 15 significant digits ("%!.15g"), text and blob
-// bytes as they are.
+// bytes as they are up to the first NUL byte (the shell prints them as C
+// strings; JSON keeps every byte).
 func (c Cell) String() string {
 	switch c.Kind {
 	case Integer:
@@ -140,8 +141,14 @@ func (c Cell) String() string {
 	case Real:
 		return FormatReal(c.Real)
 	case Text:
+		if i := strings.IndexByte(c.Text, 0); i >= 0 {
+			return c.Text[:i]
+		}
 		return c.Text
 	case Blob:
+		if i := bytes.IndexByte(c.Blob, 0); i >= 0 {
+			return string(c.Blob[:i])
+		}
 		return string(c.Blob)
 	}
 	return ""

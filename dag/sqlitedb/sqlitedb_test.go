@@ -102,6 +102,9 @@ var oracleQueries = []string{
 	"SELECT name, type FROM sqlite_schema ORDER BY name",
 	"PRAGMA table_info(messages)",
 	"SELECT 1.5, 0.1, 100.0, 1e300, -2.5e-7, 1/3.0, 2.0/7",
+	// The shell prints text and blobs as C strings: up to the first NUL.
+	"SELECT x'410042', 'a' || char(0) || 'b', x'00ff10', raw FROM messages WHERE id = -5",
+	"SELECT id, raw FROM messages WHERE id % 50 = 0 ORDER BY id LIMIT 60",
 }
 
 // TestQueryEqualsSQLite3 runs queries on a chunked memory.db read from the
