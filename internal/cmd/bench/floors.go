@@ -2,36 +2,28 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
 	"github.com/agentstate/agentstate/objects"
-	"github.com/dgraph-io/badger/v4/y"
 )
 
 // w21Floors: what an unserved command cannot go below on this machine,
-// measured in the same run as the rows it bounds (10f, 16), each against
+// measured in the same run as the rows it bounds (10f), each against
 // the comparison of that row.
 //
 //   - the engine's start: the version command of the engine the front end
 //     starts (engineBin), which opens no store, against git cat-file -p
 //     HEAD:file (an unserved get runs the front end and then the engine:
 //     10f's floor);
-//   - the store's read-only open and close, in-process;
-//   - the first sql query's floor: the pages that query reads, stored as
-//     the store stores a 4 KiB page (ZSTD level 3 over 16 KiB blocks, the
-//     LSM tree's), decompressed once each and re-hashed (sha256) as every
-//     read checks a chunk against its CID, against sqlite3 running the
-//     query on the file (row 16's comparison). No lookup, no SQLite, one
-//     core.
+//   - the store's read-only open and close, in-process.
+//
+// The first sql query's floor is row 16f (workload 16, on its own store).
 func w21Floors(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
 	r, err := newRunner(cfg)
 	if err != nil {
@@ -146,61 +138,6 @@ func w21Floors(ctx context.Context, cfg *config, m *machineFigures) ([]row, erro
 		{id: "21e", name: "  a program linking only the store and the read model, get of the key (a slim read-only engine), vs the Badger floor (21d)", as: fmtDur(slimA), git: fmtDur(slimF), ratio: ratio(float64(slimA), float64(slimF)),
 			note: fmt.Sprintf("git column: the Badger-only floor, timed alternately; internal/cmd/bench/slimget: repo.Open read-only, inspect's Open, the value copied out, no front end, command line, SQLite, ENS or MCP; the unserved get against the same floor: %s", ratio(float64(getF), float64(floorF)))},
 	}
-	if cfg.sqlite3 == "" {
-		return append(rows, row{id: "21c", name: "floor of 16", note: "skipped: sqlite3 not installed"}), nil
-	}
-	db, err := genSQLite(ctx, cfg.sqlite3, filepath.Join(base, "memory.db"), cfg.dbBytes, 21)
-	if err != nil {
-		return nil, err
-	}
-	content, err := os.ReadFile(db.path)
-	if err != nil {
-		return nil, err
-	}
-	q := fmt.Sprintf("SELECT (SELECT count(*) FROM memories), (SELECT created FROM memories WHERE id = %d)", db.rows/2)
-	// The pages of the memories table (what count(*) reads), from SQLite's
-	// dbstat table; the whole file when the shell lacks it.
-	share := 1.0
-	if out, _, err := r.run(ctx, base, nil, cfg.sqlite3, "-readonly", db.path,
-		"SELECT (SELECT count(*) FROM dbstat WHERE name = 'memories'), (SELECT count(*) FROM dbstat)"); err == nil {
-		if f := strings.Split(strings.TrimSpace(out), "|"); len(f) == 2 {
-			a, errA := strconv.ParseFloat(f[0], 64)
-			b, errB := strconv.ParseFloat(f[1], 64)
-			if errA == nil && errB == nil && b > 0 && a <= b {
-				share = a / b
-			}
-		}
-	}
-	const page, block = 4096, 16 << 10
-	var blocks [][]byte
-	for off := 0; off < len(content); off += block {
-		c, err := y.ZSTDCompress(nil, content[off:min(off+block, len(content))], 3)
-		if err != nil {
-			return nil, err
-		}
-		blocks = append(blocks, c)
-	}
-	// Interleaved with sqlite3's runs, so both meet the same load.
-	floorM, sqM, err := pairN(max(cfg.reps, 20), func(int) (time.Duration, error) {
-		buf := make([]byte, block)
-		t0 := time.Now()
-		for _, b := range blocks {
-			out, err := y.ZSTDDecompress(buf, b)
-			if err != nil {
-				return 0, err
-			}
-			for p := 0; p+page <= len(out); p += page {
-				sha256.Sum256(out[p : p+page])
-			}
-		}
-		return time.Duration(float64(time.Since(t0)) * share), nil
-	}, timeCmd(base, cfg.sqlite3, "-readonly", db.path, q))
-	if err != nil {
-		return nil, err
-	}
-	rows = append(rows, row{id: "21c", name: fmt.Sprintf("floor of 16: the query's pages of a %s memory.db decompressed (ZSTD, 16 KiB blocks) and re-hashed once, vs sqlite3 running it", fmtBytes(int64(len(content)))),
-		as: fmtDur(floorM), git: "-", ratio: ratio(float64(floorM), float64(sqM)),
-		note: fmt.Sprintf("sqlite3 -readonly on the file: %s; the memories table is %.0f%% of the pages; one core, no lookups, no SQLite, no process start or store open (row 21a, 21b)", fmtDur(sqM), share*100)})
 	return rows, nil
 }
 

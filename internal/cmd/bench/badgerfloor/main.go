@@ -14,7 +14,11 @@
 // record), then, for a line "scan PREFIX N", iterates the keys under PREFIX
 // from the first, copying N values out with one iterator (as the log's walk
 // reads the commit graph's records), and prints one line per value read by
-// the scan. It decodes, checks and hashes nothing.
+// the scan. It decodes, checks and hashes nothing, unless the file has a
+// line "hash": then it is the floor of an unserved 'sql' query (workload
+// 16, row 16f): each value read by key is a block, re-hashed (sha256) as
+// the store re-hashes every block it reads, an absent one is an error, and
+// it prints the count of blocks read.
 //
 //	badgerfloor STORE-DIR HEX-KEY [VALUE-FILE]
 //	badgerfloor STORE-DIR @KEYS-FILE
@@ -22,12 +26,17 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/agentstate/agentstate/internal/cmd/bench/floorstore"
 
@@ -110,9 +119,12 @@ func readList(dir, file string) error {
 	var keys [][]byte
 	var prefix []byte
 	n := 0
+	hash := false
 	for _, line := range strings.Split(strings.TrimSpace(string(list)), "\n") {
 		f := strings.Fields(line)
 		switch {
+		case len(f) == 1 && f[0] == "hash":
+			hash = true
 		case len(f) == 3 && f[0] == "scan":
 			if prefix, err = hex.DecodeString(f[1]); err != nil {
 				return err
@@ -135,19 +147,23 @@ func readList(dir, file string) error {
 		return err
 	}
 	out := bufio.NewWriterSize(os.Stdout, 64<<10)
-	for _, k := range keys {
-		if err = db.View(func(txn *badger.Txn) error {
-			item, err := txn.Get(k)
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				return nil // absent records (a checkpoint) are looked up all the same
+	if hash {
+		err = readHashed(db, keys, out)
+	} else {
+		for _, k := range keys {
+			if err = db.View(func(txn *badger.Txn) error {
+				item, err := txn.Get(k)
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					return nil // absent records (a checkpoint) are looked up all the same
+				}
+				if err != nil {
+					return fmt.Errorf("%x: %w", k, err)
+				}
+				_, err = item.ValueCopy(nil)
+				return err
+			}); err != nil {
+				break
 			}
-			if err != nil {
-				return fmt.Errorf("%x: %w", k, err)
-			}
-			_, err = item.ValueCopy(nil)
-			return err
-		}); err != nil {
-			break
 		}
 	}
 	read := 0
@@ -183,4 +199,42 @@ func readList(dir, file string) error {
 		return err
 	}
 	return out.Flush()
+}
+
+// readHashed reads blocks by key and re-hashes them, the keys split among
+// as many goroutines as the machine has cores (each key in its own
+// read-only transaction), and prints how many it read.
+func readHashed(db *badger.DB, keys [][]byte, out io.Writer) error {
+	workers := runtime.GOMAXPROCS(0)
+	var read atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			errs[w] = func() error {
+				for i := w; i < len(keys); i += workers {
+					if err := db.View(func(txn *badger.Txn) error {
+						item, err := txn.Get(keys[i])
+						if err != nil {
+							return fmt.Errorf("%x: %w", keys[i], err)
+						}
+						return item.Value(func(v []byte) error {
+							sha256.Sum256(v)
+							return nil
+						})
+					}); err != nil {
+						return err
+					}
+					read.Add(1)
+				}
+				return nil
+			}()
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(out, read.Load())
+	return err
 }
