@@ -107,3 +107,11 @@ func (s *Store) InTree(c objects.CID) (bool, error) {
 	})
 	return in, err
 }
+
+// SetShedHook sets a function shed runs before it drops the store's
+// mapped pages. Set it before the store is shared.
+func (s *Store) SetShedHook(f func()) { s.shedHook = f }
+
+// FlattenForTest compacts the store's tables into one level (Badger's
+// Flatten): the tables it merges are deleted once nothing holds them.
+func (s *Store) FlattenForTest() error { return s.db.Flatten(1) }

@@ -150,3 +150,78 @@ func TestWritesDoNotStayResident(t *testing.T) {
 		t.Fatalf("%d KiB of the store's files resident after writing %d KiB more", now, 48<<10)
 	}
 }
+
+// mappedTables returns the store's table files this process maps.
+func mappedTables(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]bool{}
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && strings.HasPrefix(f[5], dir+"/") && strings.HasSuffix(f[5], ".sst") {
+			m[f[5]] = true
+		}
+	}
+	return m
+}
+
+// While the store drops its mapped pages (shed), every table it maps stays
+// mapped: a compaction meanwhile deletes the tables it merged only after
+// the shed, so no address the shed has listed is unmapped, and taken by
+// other memory, before it is dropped.
+func TestShedHoldsTheTables(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir() + "/s"
+	s, err := badger.Create(dir, badger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A level-0 table a close; once there are CompactL0At, a close merges
+	// them into level 1, so the last rounds leave tables at two levels.
+	for round := range badger.CompactL0At + 3 {
+		var bs []objects.Block
+		for i := range 200 {
+			bs = append(bs, objects.NewValue([]byte(strconv.Itoa(round)+" block "+strconv.Itoa(i))))
+		}
+		if err := s.Put(ctx, bs...); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if s, err = badger.Open(dir, badger.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer s.Close()
+	real := s.Mapped()
+	var during, held map[string]bool
+	s.SetShedHook(func() {
+		during = mappedTables(t, real)
+		if err := s.FlattenForTest(); err != nil {
+			t.Errorf("Flatten: %v", err)
+		}
+		held = mappedTables(t, real)
+	})
+	s.ShedResident()
+	if len(during) < 2 {
+		t.Fatalf("%d tables mapped: the test shows nothing", len(during))
+	}
+	for tb := range during {
+		if !held[tb] {
+			t.Errorf("%s was unmapped during the shed", tb)
+		}
+	}
+	gone := 0
+	for tb := range during {
+		if !mappedTables(t, real)[tb] {
+			gone++
+		}
+	}
+	if gone == 0 {
+		t.Errorf("the compaction deleted none of the %d tables: the test shows nothing", len(during))
+	}
+}

@@ -139,6 +139,8 @@ type Store struct {
 	taskRec atomic.Pointer[TaskRecorder] // writes the task record of each tape line (taskrecstore.go)
 	packs   packCache                    // decompressed packs (pack.go)
 	lsizes  atomic.Int32                 // whether list size records are held (listsize.go)
+
+	shedHook func() // tests: runs in shed before shedMapped
 }
 
 // shedEvery is how many block bytes a store moves through Badger's mapped
@@ -151,7 +153,7 @@ const shedEvery = 32 << 20
 func (s *Store) ShedResident() {
 	if s.mapped != "" {
 		s.moved.Store(0)
-		shedMapped(s.mapped)
+		s.shed()
 	}
 }
 
@@ -163,8 +165,28 @@ func (s *Store) noteMoved(n int) {
 	}
 	if s.moved.Add(int64(n)) >= shedEvery {
 		s.moved.Store(0)
-		shedMapped(s.mapped)
+		s.shed()
 	}
+}
+
+// shed drops the pages of the store's mapped files from the process's
+// resident set (shedMapped), with an iterator over every table and
+// memtable open meanwhile. shedMapped names the mappings by the addresses
+// it has just listed; Badger unmaps a table, or a memtable's log, only once
+// nothing references it (a compaction's old tables, a flushed memtable), so
+// while the iterator holds them none can be unmapped, and its addresses
+// taken by other memory, before they are dropped. (Badger also defers
+// deleting value-log files while an iterator is open.)
+func (s *Store) shed() {
+	_ = s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		if s.shedHook != nil {
+			s.shedHook()
+		}
+		shedMapped(s.mapped)
+		return nil
+	})
 }
 
 // minShmFree is the free space /dev/shm must have to hold in-memory stores.
@@ -392,7 +414,7 @@ func open(dir string, opts Options) (*Store, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			s.mapped = real
-			shedMapped(real) // what opening read (table indexes, the log replayed)
+			s.shed() // what opening read (table indexes, the log replayed)
 		}
 	}
 	if writable {
