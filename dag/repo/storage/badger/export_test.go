@@ -2,6 +2,7 @@ package badger
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/agentstate/agentstate/objects"
 	badger "github.com/dgraph-io/badger/v4"
@@ -115,3 +116,19 @@ func (s *Store) SetShedHook(f func()) { s.shedHook = f }
 // FlattenForTest compacts the store's tables into one level (Badger's
 // Flatten): the tables it merges are deleted once nothing holds them.
 func (s *Store) FlattenForTest() error { return s.db.Flatten(1) }
+
+// ShedIdle is how long the shedder outlives the last write.
+const ShedIdle = shedIdle
+
+// ShedTick is the shedder's period.
+func ShedTick() time.Duration { return time.Duration(shedTick.Load()) }
+
+// HoldShedder sets the shedder's period to d (for a test that counts
+// resident pages between sheds) and returns what restores it.
+func HoldShedder(d time.Duration) (restore func()) {
+	old := shedTick.Swap(int64(d))
+	return func() { shedTick.Store(old) }
+}
+
+// Shedding reports whether the store's shedder runs.
+func (s *Store) Shedding() bool { return s.shedding.Load() }

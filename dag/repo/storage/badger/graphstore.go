@@ -119,7 +119,7 @@ func (s *Store) putWithMeta(ctx context.Context, blocks []objects.Block, meta []
 		if err != nil {
 			return false, err
 		}
-		s.noteMoved(int(n))
+		s.noteWritten(int(n))
 		return len(meta) > 0, nil
 	}
 	if err := s.flushHeld(); err != nil {
@@ -134,7 +134,7 @@ func (s *Store) putWithMeta(ctx context.Context, blocks []objects.Block, meta []
 	if err := wb.Flush(); err != nil {
 		return false, fmt.Errorf("store: writing blocks: %w", err)
 	}
-	s.noteMoved(int(n))
+	s.noteWritten(int(n))
 	return len(meta) > 0, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -85,6 +86,7 @@ func TestMappedRSSEndsAtAnonymousMapping(t *testing.T) {
 // store sheds them. It does so every shedEvery bytes moved, and a shed
 // leaves the blocks readable.
 func TestWritesDoNotStayResident(t *testing.T) {
+	defer badger.HoldShedder(time.Hour)() // this test sheds by itself
 	ctx := context.Background()
 	s, err := badger.Create(t.TempDir(), badger.Options{})
 	if err != nil {
@@ -223,5 +225,59 @@ func TestShedHoldsTheTables(t *testing.T) {
 	}
 	if gone == 0 {
 		t.Errorf("the compaction deleted none of the %d tables: the test shows nothing", len(during))
+	}
+}
+
+// A store that writes blocks sheds its mapped pages every ShedTick until
+// ShedIdle after its last write, starts again with the next write, and
+// stops at Close.
+func TestShedderRunsWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	s, err := badger.Create(t.TempDir()+"/s", badger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sheds atomic.Int64
+	s.SetShedHook(func() { sheds.Add(1) })
+	put := func(v string) {
+		t.Helper()
+		if err := s.Put(ctx, objects.NewValue([]byte(v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Shedding() {
+		t.Fatal("shedding before any write")
+	}
+	put("one")
+	time.Sleep(4 * badger.ShedTick())
+	if n := sheds.Load(); n < 2 || !s.Shedding() {
+		t.Fatalf("%d sheds in %s of writing (shedding %v), want at least 2", n, 4*badger.ShedTick(), s.Shedding())
+	}
+	deadline := time.Now().Add(badger.ShedIdle + 20*badger.ShedTick())
+	for s.Shedding() && time.Now().Before(deadline) {
+		time.Sleep(badger.ShedTick())
+	}
+	if s.Shedding() {
+		t.Fatalf("still shedding %s after the last write", badger.ShedIdle+20*badger.ShedTick())
+	}
+	idle := sheds.Load()
+	time.Sleep(3 * badger.ShedTick())
+	if n := sheds.Load(); n != idle {
+		t.Fatalf("%d sheds while idle", n-idle)
+	}
+	put("two")
+	if !s.Shedding() {
+		t.Fatal("a write after the shedder stopped did not start it again")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Shedding() {
+		t.Fatal("shedding after Close")
+	}
+	closed := sheds.Load()
+	time.Sleep(3 * badger.ShedTick())
+	if n := sheds.Load(); n != closed {
+		t.Fatalf("%d sheds after Close", n-closed)
 	}
 }

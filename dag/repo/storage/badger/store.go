@@ -141,6 +141,14 @@ type Store struct {
 	lsizes  atomic.Int32                 // whether list size records are held (listsize.go)
 
 	shedHook func() // tests: runs in shed before shedMapped
+
+	// The shedder of a writing store (noteWritten).
+	wroteAt    atomic.Int64 // the last block write (Unix ns)
+	shedding   atomic.Bool  // the shedder runs
+	shedMu     sync.Mutex   // guards starting and stopping it
+	shedClosed bool         // Close has stopped it for good
+	shedStop   chan struct{}
+	shedDone   chan struct{}
 }
 
 // shedEvery is how many block bytes a store moves through Badger's mapped
@@ -166,6 +174,83 @@ func (s *Store) noteMoved(n int) {
 	if s.moved.Add(int64(n)) >= shedEvery {
 		s.moved.Store(0)
 		s.shed()
+	}
+}
+
+// While a store writes blocks it also sheds every shedTick (50 ms), until
+// shedIdle after its last write: Badger's flushes and compactions read and
+// write its tables through the same mappings, most of all while a long
+// write (a commit of a million files) waits for them, when the writer
+// moves nothing. Without it such a commit's tables were up to 417 MB of
+// its 979 MB peak (docs/performance.md, "a sixth time").
+const shedIdle = 2 * time.Second
+
+// shedTick is the shedder's period (ns): a variable for the tests, which
+// hold it off.
+var shedTick = func() *atomic.Int64 {
+	var v atomic.Int64
+	v.Store(int64(50 * time.Millisecond))
+	return &v
+}()
+
+// noteWritten is noteMoved for blocks written, which also keeps the
+// shedder running (see shedTick).
+func (s *Store) noteWritten(n int) {
+	s.noteMoved(n)
+	if s.mapped == "" {
+		return
+	}
+	s.wroteAt.Store(time.Now().UnixNano())
+	if s.shedding.Load() {
+		return
+	}
+	s.shedMu.Lock()
+	defer s.shedMu.Unlock()
+	if s.shedding.Load() || s.shedClosed {
+		return
+	}
+	s.shedding.Store(true)
+	s.shedStop, s.shedDone = make(chan struct{}), make(chan struct{})
+	go s.shedWhileWriting(s.shedStop, s.shedDone)
+}
+
+// shedWhileWriting sheds every shedTick until the store has written
+// nothing for shedIdle, or stop is closed.
+func (s *Store) shedWhileWriting(stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(time.Duration(shedTick.Load()))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if time.Now().UnixNano()-s.wroteAt.Load() > int64(shedIdle) {
+			s.shedMu.Lock()
+			idle := time.Now().UnixNano()-s.wroteAt.Load() > int64(shedIdle)
+			if idle {
+				s.shedding.Store(false) // a write from now on starts another
+			}
+			s.shedMu.Unlock()
+			if idle {
+				return
+			}
+		}
+		s.shed()
+	}
+}
+
+// stopShedding ends the shedder for good (Close, before Badger closes).
+func (s *Store) stopShedding() {
+	s.shedMu.Lock()
+	s.shedClosed = true
+	running, stop, done := s.shedding.Load(), s.shedStop, s.shedDone
+	s.shedMu.Unlock()
+	if running {
+		close(stop)
+		<-done
+		s.shedding.Store(false)
 	}
 }
 
@@ -517,6 +602,7 @@ func removeEmptyLogs(dir string) error {
 
 // Close flushes and closes the database.
 func (s *Store) Close() error {
+	s.stopShedding()
 	err := s.flushHeld()
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
