@@ -14,7 +14,8 @@ import (
 )
 
 // runRSS runs one command as runner.run does and also returns its peak
-// resident set (with its children's), from the kernel's accounting.
+// resident set (waitPeak: the process's own high-water mark; the rusage
+// figure of a child carries this harness's size).
 func (r *runner) runRSS(ctx context.Context, dir string, name string, args ...string) (time.Duration, int64, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
@@ -26,14 +27,12 @@ func (r *runner) runRSS(ctx context.Context, dir string, name string, args ...st
 	defer os.Remove(errf.Name())
 	defer errf.Close()
 	cmd.Stdout, cmd.Stderr = io.Discard, errf
-	t0 := time.Now()
-	err = cmd.Run()
-	d := time.Since(t0)
+	d, peak, err := waitPeak(cmd)
 	if err != nil {
 		errb, _ := os.ReadFile(errf.Name())
 		return d, 0, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, tail(string(errb)))
 	}
-	return d, maxRSS(cmd.ProcessState), nil
+	return d, peak, nil
 }
 
 // hashFiles reads and sha256-hashes the files once, one after another: the

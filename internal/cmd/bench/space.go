@@ -121,9 +121,22 @@ func timedRSS(ctx context.Context, cfg *config, args ...string) (string, time.Du
 	var out strings.Builder
 	var errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	d, peak, err := waitPeak(cmd)
+	if err != nil {
+		return "", d, 0, 0, fmt.Errorf("agentstate %s: %w\n%s", strings.Join(args, " "), err, tail(errb.String()))
+	}
+	return out.String(), d, peak, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// waitPeak starts cmd, waits for it and returns its wall time and its peak
+// resident set: its own high-water mark (VmHWM in /proc/PID/status, read
+// every 5 ms while it runs; the last reading is kept) where the system has
+// one, else the rusage figure (see timedRSS for why that one is not
+// trusted).
+func waitPeak(cmd *exec.Cmd) (time.Duration, int64, error) {
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
-		return "", 0, 0, 0, err
+		return 0, 0, err
 	}
 	var hwm atomic.Int64
 	stop := make(chan struct{})
@@ -149,13 +162,13 @@ func timedRSS(ctx context.Context, cfg *config, args ...string) (string, time.Du
 	close(stop)
 	<-polled
 	if err != nil {
-		return "", d, 0, 0, fmt.Errorf("agentstate %s: %w\n%s", strings.Join(args, " "), err, tail(errb.String()))
+		return d, 0, err
 	}
 	peak := hwm.Load()
 	if peak == 0 {
 		peak = maxRSS(cmd.ProcessState)
 	}
-	return out.String(), d, peak, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+	return d, peak, nil
 }
 
 // readHWM is the VmHWM line of a /proc/PID/status file, in bytes.
