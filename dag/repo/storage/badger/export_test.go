@@ -132,3 +132,10 @@ func HoldShedder(d time.Duration) (restore func()) {
 
 // Shedding reports whether the store's shedder runs.
 func (s *Store) Shedding() bool { return s.shedding.Load() }
+
+// SetShedGrowth sets how much the mapped pages must grow for the shedder
+// to shed, and returns what restores it.
+func SetShedGrowth(n int64) (restore func()) {
+	old := shedGrowth.Swap(n)
+	return func() { shedGrowth.Store(old) }
+}

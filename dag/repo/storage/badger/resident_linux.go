@@ -38,3 +38,22 @@ func shedMapped(dir string) {
 		syscall.Syscall(syscall.SYS_MADVISE, uintptr(start), uintptr(end-start), syscall.MADV_DONTNEED) //nolint:errcheck // best effort
 	}
 }
+
+// sharedResident is this process's resident pages that map files (its
+// program's, the store's), in bytes: /proc/self/statm's third field. 0
+// when it cannot be read.
+func sharedResident() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) < 3 {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(f[2]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n * int64(os.Getpagesize())
+}

@@ -228,10 +228,12 @@ func TestShedHoldsTheTables(t *testing.T) {
 	}
 }
 
-// A store that writes blocks sheds its mapped pages every ShedTick until
-// ShedIdle after its last write, starts again with the next write, and
-// stops at Close.
+// A store that writes blocks sheds its mapped pages every ShedTick (here
+// whatever they grew by) until ShedIdle after its last write, starts again
+// with the next write, and stops at Close; with the growth it waits for
+// out of reach, it sheds nothing.
 func TestShedderRunsWhileWriting(t *testing.T) {
+	defer badger.SetShedGrowth(0)()
 	ctx := context.Background()
 	s, err := badger.Create(t.TempDir()+"/s", badger.Options{})
 	if err != nil {
@@ -279,5 +281,18 @@ func TestShedderRunsWhileWriting(t *testing.T) {
 	time.Sleep(3 * badger.ShedTick())
 	if n := sheds.Load(); n != closed {
 		t.Fatalf("%d sheds after Close", n-closed)
+	}
+
+	badger.SetShedGrowth(1 << 40)
+	if s, err = badger.Open(s.Mapped(), badger.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sheds.Store(0)
+	s.SetShedHook(func() { sheds.Add(1) })
+	put("three")
+	time.Sleep(4 * badger.ShedTick())
+	if n := sheds.Load(); n != 0 || !s.Shedding() {
+		t.Fatalf("%d sheds (shedding %v) with mapped pages that did not grow enough, want none", n, s.Shedding())
 	}
 }

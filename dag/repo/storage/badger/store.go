@@ -144,6 +144,7 @@ type Store struct {
 
 	// The shedder of a writing store (noteWritten).
 	wroteAt    atomic.Int64 // the last block write (Unix ns)
+	shedBase   atomic.Int64 // sharedResident after the last shed
 	shedding   atomic.Bool  // the shedder runs
 	shedMu     sync.Mutex   // guards starting and stopping it
 	shedClosed bool         // Close has stopped it for good
@@ -177,13 +178,23 @@ func (s *Store) noteMoved(n int) {
 	}
 }
 
-// While a store writes blocks it also sheds every shedTick (50 ms), until
+// While a store writes blocks it also sheds every shedTick (50 ms) that
+// found its mapped pages grown by shedGrowth since the last shed, until
 // shedIdle after its last write: Badger's flushes and compactions read and
 // write its tables through the same mappings, most of all while a long
 // write (a commit of a million files) waits for them, when the writer
 // moves nothing. Without it such a commit's tables were up to 417 MB of
 // its 979 MB peak (docs/performance.md, "a sixth time").
 const shedIdle = 2 * time.Second
+
+// shedGrowth is how much the process's mapped pages must have grown since
+// the last shed for the shedder to shed (shedEvery; a variable for the
+// tests).
+var shedGrowth = func() *atomic.Int64 {
+	var v atomic.Int64
+	v.Store(shedEvery)
+	return &v
+}()
 
 // shedTick is the shedder's period (ns): a variable for the tests, which
 // hold it off.
@@ -237,7 +248,12 @@ func (s *Store) shedWhileWriting(stop, done chan struct{}) {
 				return
 			}
 		}
-		s.shed()
+		// Only when the mapped pages grew by shedEvery since the last shed:
+		// dropping pages a writer keeps using (the memtable's log, the
+		// tables' indexes) makes it fault them in again.
+		if sharedResident()-s.shedBase.Load() >= shedGrowth.Load() {
+			s.shed()
+		}
 	}
 }
 
@@ -270,6 +286,7 @@ func (s *Store) shed() {
 			s.shedHook()
 		}
 		shedMapped(s.mapped)
+		s.shedBase.Store(sharedResident())
 		return nil
 	})
 }
