@@ -248,7 +248,7 @@ func (s *Store) shedWhileWriting(stop, done chan struct{}) {
 				return
 			}
 		}
-		// Only when the mapped pages grew by shedEvery since the last shed:
+		// Only when the mapped pages grew by shedGrowth since the last shed:
 		// dropping pages a writer keeps using (the memtable's log, the
 		// tables' indexes) makes it fault them in again.
 		if sharedResident()-s.shedBase.Load() >= shedGrowth.Load() {
