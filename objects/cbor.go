@@ -54,7 +54,7 @@ func appendCID(b []byte, c CID) []byte {
 	if c.IsZero() {
 		return append(b, cborNull)
 	}
-	raw := c.Bytes()
+	raw := c.KeyString() // the binary form, not copied
 	b = appendHead(b, majTag, tagCID)
 	b = appendHead(b, majBytes, uint64(len(raw)+1))
 	b = append(b, 0)
@@ -65,6 +65,10 @@ func appendCID(b []byte, c CID) []byte {
 type reader struct {
 	b   []byte
 	off int
+	// s, when set, holds b's bytes as a string: text strings and CIDs are
+	// then cut from it instead of each copied out (a decoded object's
+	// strings share one allocation).
+	s string
 }
 
 func (r *reader) fail(format string, a ...any) error {
@@ -144,6 +148,9 @@ func (r *reader) text() (string, error) {
 	if !utf8.Valid(p) {
 		return "", r.fail("text string is not valid UTF-8")
 	}
+	if r.s != "" {
+		return r.s[r.off-len(p) : r.off], nil
+	}
 	return string(p), nil
 }
 
@@ -158,12 +165,18 @@ func (r *reader) bytes() ([]byte, error) {
 func (r *reader) uint() (uint64, error) { return r.expect(majUint) }
 
 func (r *reader) key(want string) error {
-	k, err := r.text()
+	// Compared as bytes, not made a string: a walk reads five or six keys a
+	// commit. Equal to want, the key is valid UTF-8 as want is.
+	n, err := r.expect(majText)
 	if err != nil {
 		return err
 	}
-	if k != want {
-		return r.fail("map key %q, want %q", k, want)
+	p, err := r.take(n)
+	if err != nil {
+		return err
+	}
+	if string(p) != want {
+		return r.fail("map key %q, want %q", p, want)
 	}
 	return nil
 }
@@ -194,7 +207,12 @@ func (r *reader) cid() (CID, error) {
 	if len(p) == 0 || p[0] != 0 {
 		return CID{}, r.fail("CID bytes lack the 0x00 multibase prefix")
 	}
-	c, err := CIDFromBytes(p[1:])
+	var c CID
+	if r.s != "" {
+		c, err = CIDFromKeyString(r.s[r.off-len(p)+1 : r.off])
+	} else {
+		c, err = CIDFromBytes(p[1:])
+	}
 	if err != nil {
 		return CID{}, fmt.Errorf("%w: at byte %d: %w", ErrBadObject, r.off, err)
 	}

@@ -3,7 +3,6 @@ package objects
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"slices"
 	"unicode/utf8"
 )
@@ -45,15 +44,15 @@ func (c *Commit) validate() error {
 	if c.Tree.IsZero() || c.Tree.Codec() != CodecDagCBOR {
 		return fmt.Errorf("%w: commit tree %q is not a dag-cbor CID", ErrBadObject, c.Tree)
 	}
-	seen := make(map[CID]bool, len(c.Parents))
-	for _, p := range c.Parents {
+	for i, p := range c.Parents {
 		if p.IsZero() || p.Codec() != CodecDagCBOR {
 			return fmt.Errorf("%w: commit parent %q is not a dag-cbor CID", ErrBadObject, p)
 		}
-		if seen[p] {
+		// A commit has one or two parents: comparing each with those before
+		// it costs less than a set (every commit a log walks is checked).
+		if slices.Contains(c.Parents[:i], p) {
 			return fmt.Errorf("%w: commit lists parent %s twice", ErrBadObject, p)
 		}
-		seen[p] = true
 	}
 	if c.Time < 0 {
 		return fmt.Errorf("%w: commit time %d is negative", ErrBadObject, c.Time)
@@ -75,6 +74,11 @@ func (c *Commit) validate() error {
 //
 // with keys in that (canonical) order and "metadata" omitted when empty.
 func (c *Commit) Encode() ([]byte, error) {
+	return c.appendEncoded(make([]byte, 0, 128+len(c.Message)+40*len(c.Parents)))
+}
+
+// appendEncoded appends Encode's bytes to b.
+func (c *Commit) appendEncoded(b []byte) ([]byte, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -82,7 +86,6 @@ func (c *Commit) Encode() ([]byte, error) {
 	if len(c.Metadata) > 0 {
 		n = 6
 	}
-	b := make([]byte, 0, 128+len(c.Message)+40*len(c.Parents))
 	b = appendHead(b, majMap, uint64(n))
 	b = appendText(b, "v")
 	b = appendHead(b, majUint, CommitVersion)
@@ -100,7 +103,15 @@ func (c *Commit) Encode() ([]byte, error) {
 	if n == 6 {
 		b = appendText(b, "metadata")
 		b = appendHead(b, majMap, uint64(len(c.Metadata)))
-		for _, k := range slices.SortedFunc(maps.Keys(c.Metadata), cborKeyCompare) {
+		// The keys in DAG-CBOR order, sorted where they are kept for a
+		// commit's few (no allocation for up to eight).
+		var small [8]string
+		keys := small[:0]
+		for k := range c.Metadata {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, cborKeyCompare)
+		for _, k := range keys {
 			b = appendText(b, k)
 			b = appendText(b, c.Metadata[k])
 		}
@@ -121,7 +132,8 @@ func (c *Commit) Block() (Block, error) {
 // re-encode to exactly the same bytes is refused with ErrNonCanonical or
 // ErrBadObject.
 func DecodeCommit(data []byte) (*Commit, error) {
-	r := &reader{b: data}
+	// One copy of the bytes holds every string and CID decoded from them.
+	r := &reader{b: data, s: string(data)}
 	n, err := r.expect(majMap)
 	if err != nil {
 		return nil, err
@@ -207,7 +219,10 @@ func DecodeCommit(data []byte) (*Commit, error) {
 	if err := r.end(); err != nil {
 		return nil, err
 	}
-	again, err := c.Encode()
+	// Encoded again into a buffer on the stack when the commit fits (a
+	// walk decodes one per commit).
+	var stack [512]byte
+	again, err := c.appendEncoded(stack[:0])
 	if err != nil {
 		return nil, err
 	}
