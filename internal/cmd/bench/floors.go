@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentstate/agentstate/dag/repo"
@@ -154,11 +155,22 @@ func floorVerdict(r float64) string {
 // this module) into the scratch directory, as the engine is built (go
 // build, cgo as the toolchain defaults).
 func buildFloor(ctx context.Context, cfg *config, name string) (string, error) {
+	return buildFloorTags(ctx, cfg, name, "")
+}
+
+// buildFloorTags is buildFloor with build tags (comma-separated; the
+// binary is named after them too).
+func buildFloorTags(ctx context.Context, cfg *config, name, tags string) (string, error) {
 	bin := filepath.Join(cfg.work, "floors-bin", name)
+	args := []string{"build", "-trimpath"}
+	if tags != "" {
+		bin += "-" + strings.ReplaceAll(tags, ",", "-")
+		args = append(args, "-tags", tags)
+	}
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/agentstate/agentstate/internal/cmd/bench/"+name)
+	cmd := exec.CommandContext(ctx, "go", append(args, "-o", bin, "github.com/agentstate/agentstate/internal/cmd/bench/"+name)...)
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s (run the bench from the agentstate module): %v\n%s", name, err, out)

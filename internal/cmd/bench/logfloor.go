@@ -89,3 +89,87 @@ func logBadgerFloor(ctx context.Context, cfg *config, r *runner, h *history) (ro
 		note: fmt.Sprintf("internal/cmd/bench/badgerfloor with the store's read-only options: 5 point reads (format, HEAD, the HEAD commit, checkpoint, graph index), then the %d commit-graph records in one iterator; timed alternately with it, log --oneline took %s against its %s (%s)",
 			cfg.keyCommits, fmtDur(logA), fmtDur(floorB), ratio(float64(logA), float64(floorB)))}, fr, nil
 }
+
+// logFrontFloors are rows 4i and 4j, the floors of an unserved log as the
+// front end runs one: a copy of the front end (cfg.bin) with a floor
+// program installed beside it as the lean engine, so that 'agentstate log
+// --oneline' is the front end's whole unserved path (its start, the store
+// found, no server at its socket, the exec) and then the floor program,
+// each timed alternately with git log. 4i's program is 4h's; 4j's is 4h's
+// built with the tag checked, which checks each record it scans as every
+// read must (docs/format.md: a block read is re-hashed before it is
+// trusted; the message printed is decoded from the commit) and prints its
+// message. It returns both rows and 4j's ratio to git.
+func logFrontFloors(ctx context.Context, cfg *config, r *runner, h *history, keyFile string) ([]row, float64, error) {
+	plain, err := buildFloor(ctx, cfg, "badgerfloor")
+	if err != nil {
+		return nil, 0, err
+	}
+	checked, err := buildFloorTags(ctx, cfg, "badgerfloor", "checked")
+	if err != nil {
+		return nil, 0, err
+	}
+	list, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, 0, err
+	}
+	checkFile := keyFile + ".check"
+	if err := os.WriteFile(checkFile, append(list, "check\n"...), 0o644); err != nil {
+		return nil, 0, err
+	}
+	var rows []row
+	var last float64
+	for _, f := range []struct{ id, name, engine, keys, note string }{
+		{"4i", "  floor of 4 through the front end: the front end's unserved path, then 4h's program as the engine, vs git log", plain, keyFile,
+			"what any unserved command pays before the engine's own start, plus 4h"},
+		{"4j", "  floor of 4 with the reads' checks: 4i with each record checked as a read must and its message printed, vs git log", checked, checkFile,
+			"each commit-graph record's checksum, its commit decoded and its CID computed (dag.DecodeGraphRecord, GraphRecord.Check), the first line of its message printed"},
+	} {
+		fr, err := logFrontFloor(ctx, cfg, r, h, f.id, f.engine, f.keys)
+		if err != nil {
+			return nil, 0, err
+		}
+		last = float64(fr.floor) / float64(fr.git)
+		rows = append(rows, row{id: f.id, name: f.name, as: fmtDur(fr.floor), git: fmtDur(fr.git), ratio: ratio(float64(fr.floor), float64(fr.git)),
+			note: "a copy of the front end with internal/cmd/bench/badgerfloor installed beside it as agentstate-engine-lean (BADGERFLOOR_ARGS gives it its arguments): " + f.note})
+	}
+	return rows, last, nil
+}
+
+type frontTimes struct{ floor, git time.Duration }
+
+// logFrontFloor times one of logFrontFloors' rows: engine installed beside
+// a copy of the front end, reading keys.
+func logFrontFloor(ctx context.Context, cfg *config, r *runner, h *history, id, engine, keys string) (frontTimes, error) {
+	dir := filepath.Join(cfg.work, "hist", "front-floor-"+id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return frontTimes{}, err
+	}
+	front := filepath.Join(dir, "agentstate")
+	for _, c := range [][2]string{{cfg.bin, front}, {engine, filepath.Join(dir, "agentstate-engine-lean")}} {
+		b, err := os.ReadFile(c[0])
+		if err != nil {
+			return frontTimes{}, err
+		}
+		if err := os.WriteFile(c[1], b, 0o755); err != nil {
+			return frontTimes{}, err
+		}
+	}
+	env := []string{"BADGERFLOOR_ARGS=" + h.store + "\n@" + keys}
+	args := []string{"--store", h.store, "--agent", h.agent, "log", "--oneline"}
+	out, _, err := r.run(ctx, cfg.work, env, front, args...)
+	if err != nil {
+		return frontTimes{}, err
+	}
+	if n := strings.Count(out, "\n"); n != cfg.keyCommits {
+		return frontTimes{}, fmt.Errorf("row %s: the front end with badgerfloor printed %d lines, want %d", id, n, cfg.keyCommits)
+	}
+	floor, git, err := pairN(cfg.reps, func(int) (time.Duration, error) {
+		_, d, err := r.run(ctx, cfg.work, env, front, args...)
+		return d, err
+	}, func(int) (time.Duration, error) {
+		_, d, err := r.run(ctx, h.git, nil, "git", "log", "--oneline")
+		return d, err
+	})
+	return frontTimes{floor, git}, err
+}

@@ -375,16 +375,23 @@ func w4Log(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	frontRows, ffr, err := logFrontFloors(ctx, cfg, r, h, filepath.Join(cfg.work, "hist", "log-keys.txt"))
+	if err != nil {
+		return nil, err
+	}
 	verdict := verdictMax(float64(a)/float64(g), 1)
-	if fr >= 1 && a > g {
+	switch {
+	case fr >= 1 && a > g:
 		verdict = fmt.Sprintf("below this machine's floor (4h %.2fx >= 1x)", fr)
+	case ffr >= 1 && a > g:
+		verdict = fmt.Sprintf("below this machine's floor (4j %.2fx >= 1x)", ffr)
 	}
 	return []row{{id: "4", name: fmt.Sprintf("log --oneline over %d commits", cfg.keyCommits), as: fmtDur(a), git: fmtDur(g),
 		ratio: ratio(float64(a), float64(g)), target: "<= 1x git", verdict: verdict},
 		{id: "4f", name: "  floor: log -n 1 --oneline (the process's fixed cost)", as: fmtDur(f), git: fmtDur(g),
 			ratio: ratio(float64(f), float64(g)),
 			note:  fmt.Sprintf("the walk of the other %d commits: %s", cfg.keyCommits-1, fmtDur(max(0, a-f)))},
-		floorRow}, nil
+		floorRow, frontRows[0], frontRows[1]}, nil
 }
 
 func w5Checkout(ctx context.Context, cfg *config, m *machineFigures) ([]row, error) {

@@ -18,7 +18,15 @@
 // line "hash": then it is the floor of an unserved 'sql' query (workload
 // 16, row 16f): each value read by key is a block, re-hashed (sha256) as
 // the store re-hashes every block it reads, an absent one is an error, and
-// it prints the count of blocks read.
+// it prints the count of blocks read. A line "check" (in a build with the
+// tag checked, which links dag and objects too: row 4j) makes the scan
+// check each record as a log must (checkRecord) and print its commit's
+// message's first line.
+//
+// When BADGERFLOOR_ARGS is set, its lines are the arguments and the
+// command line is ignored: installed as the engine beside a copy of the
+// front end, it is what the front end starts in place of the engine (row
+// 4i), whatever command line the front end was given.
 //
 //	badgerfloor STORE-DIR HEX-KEY [VALUE-FILE]
 //	badgerfloor STORE-DIR @KEYS-FILE
@@ -44,6 +52,9 @@ import (
 )
 
 func main() {
+	if a := os.Getenv("BADGERFLOOR_ARGS"); a != "" {
+		os.Args = append(os.Args[:1], strings.Split(a, "\n")...)
+	}
 	if len(os.Args) != 3 && len(os.Args) != 4 {
 		fmt.Fprintln(os.Stderr, "usage: badgerfloor STORE-DIR HEX-KEY [VALUE-FILE]")
 		os.Exit(2)
@@ -119,12 +130,14 @@ func readList(dir, file string) error {
 	var keys [][]byte
 	var prefix []byte
 	n := 0
-	hash := false
+	hash, check := false, false
 	for _, line := range strings.Split(strings.TrimSpace(string(list)), "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 1 && f[0] == "hash":
 			hash = true
+		case len(f) == 1 && f[0] == "check":
+			check = true
 		case len(f) == 3 && f[0] == "scan":
 			if prefix, err = hex.DecodeString(f[1]); err != nil {
 				return err
@@ -182,7 +195,15 @@ func readList(dir, file string) error {
 				}
 				line = hex.AppendEncode(line[:0], it.Item().Key()[len(prefix):])
 				line = append(line, ' ')
-				line = strconv.AppendInt(line, int64(len(v)), 10)
+				if check {
+					msg, err := checkRecord(v)
+					if err != nil {
+						return fmt.Errorf("%x: %w", it.Item().Key(), err)
+					}
+					line = append(line, msg...)
+				} else {
+					line = strconv.AppendInt(line, int64(len(v)), 10)
+				}
 				out.Write(append(line, '\n'))
 				read++
 			}
