@@ -141,19 +141,9 @@ type frontTimes struct{ floor, git time.Duration }
 // logFrontFloor times one of logFrontFloors' rows: engine installed beside
 // a copy of the front end, reading keys.
 func logFrontFloor(ctx context.Context, cfg *config, r *runner, h *history, id, engine, keys string) (frontTimes, error) {
-	dir := filepath.Join(cfg.work, "hist", "front-floor-"+id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	front, err := frontWithEngine(filepath.Join(cfg.work, "hist", "front-floor-"+id), cfg.bin, engine)
+	if err != nil {
 		return frontTimes{}, err
-	}
-	front := filepath.Join(dir, "agentstate")
-	for _, c := range [][2]string{{cfg.bin, front}, {engine, filepath.Join(dir, "agentstate-engine-lean")}} {
-		b, err := os.ReadFile(c[0])
-		if err != nil {
-			return frontTimes{}, err
-		}
-		if err := os.WriteFile(c[1], b, 0o755); err != nil {
-			return frontTimes{}, err
-		}
 	}
 	env := []string{"BADGERFLOOR_ARGS=" + h.store + "\n@" + keys}
 	args := []string{"--store", h.store, "--agent", h.agent, "log", "--oneline"}
@@ -172,4 +162,25 @@ func logFrontFloor(ctx context.Context, cfg *config, r *runner, h *history, id, 
 		return d, err
 	})
 	return frontTimes{floor, git}, err
+}
+
+// frontWithEngine makes dir hold a copy of the front end (front) with
+// engine beside it as the lean engine, and returns the copy's path: run, it
+// takes the front end's unserved path (its start, the store found, no
+// server at its socket) and replaces itself with engine.
+func frontWithEngine(dir, front, engine string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	copyFront := filepath.Join(dir, "agentstate")
+	for _, c := range [][2]string{{front, copyFront}, {engine, filepath.Join(dir, "agentstate-engine-lean")}} {
+		b, err := os.ReadFile(c[0])
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(c[1], b, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return copyFront, nil
 }
