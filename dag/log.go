@@ -126,7 +126,15 @@ func LogWith(ctx context.Context, bs objects.BlockStore, start objects.CID, o Lo
 
 // startLog is a walk's first queue: start and the islands not newer.
 func startLog(ctx context.Context, rd *commitReader, start LogEntry, o LogOptions) (*logQueue, map[objects.CID]bool, error) {
-	seen := map[objects.CID]bool{start.CID: true}
+	var seen map[objects.CID]bool
+	if o.Many {
+		// Sized for a thousand commits: a long walk's set does not grow
+		// (and rehash) from nothing a doubling at a time.
+		seen = make(map[objects.CID]bool, 1024)
+	} else {
+		seen = make(map[objects.CID]bool)
+	}
+	seen[start.CID] = true
 	q := &logQueue{start}
 	for _, id := range o.Islands {
 		if seen[id] {

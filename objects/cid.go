@@ -195,6 +195,17 @@ func (c CID) Short() string {
 	return "b" + string(buf[:ShortLen-1])
 }
 
+// AppendShort appends Short's characters to b (no string is made: a log
+// line is built in one buffer).
+func (c CID) AppendShort(b []byte) []byte {
+	if len(c.s) < 10 {
+		return b
+	}
+	var buf [16]byte
+	shortEncoding.Encode(buf[:], []byte(c.s[:10]))
+	return append(append(b, 'b'), buf[:ShortLen-1]...)
+}
+
 var shortEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // IsZero reports whether c is the zero CID.

@@ -89,3 +89,12 @@ func TestCIDFromKeyStringAsFromBytes(t *testing.T) {
 		}
 	}
 }
+
+// AppendShort appends what Short returns, the zero CID nothing.
+func TestAppendShort(t *testing.T) {
+	for _, c := range []objects.CID{{}, objects.EmptyTreeCID, objects.NewValue([]byte("x")).CID} {
+		if got := string(c.AppendShort([]byte("> "))); got != "> "+c.Short() {
+			t.Errorf("AppendShort of %s: %q, want %q", c, got, "> "+c.Short())
+		}
+	}
+}

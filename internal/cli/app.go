@@ -59,6 +59,7 @@ type env struct {
 	exactBytes  bool   // --bytes: sizes as exact byte counts
 	color       bool
 	tty         bool
+	line        []byte // printLogEntry's line, reused (io.Writer keeps none)
 	// dir is the working directory relative paths are taken from, and
 	// getenv reads the environment: the process's own, or a served client's.
 	dir    string

@@ -305,8 +305,12 @@ func (e *env) printLogEntry(c inspect.Commit, oneline bool, n int, d *inspect.De
 	if oneline {
 		// One write of one line, built without fmt (a thousand of them are
 		// much of a served log --oneline).
-		line := make([]byte, 0, 96)
-		line = append(line, e.paint("33", c.CID.Short())...)
+		line := e.line[:0]
+		if e.color {
+			line = append(line, e.paint("33", c.CID.Short())...)
+		} else {
+			line = c.CID.AppendShort(line)
+		}
 		if d != nil {
 			line = append(append(line, ' '), e.paint("33", e.decoration(d))...)
 		}
@@ -315,7 +319,8 @@ func (e *env) printLogEntry(c inspect.Commit, oneline bool, n int, d *inspect.De
 			line = append(append(append(line, " ["...), taskName(task, c.Metadata["attempt"])...), ']')
 		}
 		line = append(append(line, ' '), firstLine(c.Message)...)
-		e.stdout.Write(append(line, '\n'))
+		e.line = append(line, '\n')
+		e.stdout.Write(e.line) // written out (or copied) before the next line reuses it
 		return
 	}
 	if n > 1 {

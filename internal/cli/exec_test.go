@@ -151,3 +151,30 @@ func TestExecNamesTheServedStore(t *testing.T) {
 		t.Fatalf("--store of another store: exit %d: %s", code, out)
 	}
 }
+
+// BenchmarkExecLog is the server's part of a served 'log --oneline' over
+// 1000 commits (bench row 10as): the walk over commits the server has
+// cached, and the lines written.
+func BenchmarkExecLog(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	r, err := repo.Init(dir+"/.agentstate", repo.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	run := func(stdin string, args ...string) {
+		var errb bytes.Buffer
+		if code := Exec(ctx, r, remote.ExecRequest{Args: append([]string{"agentstate"}, args...), Dir: dir},
+			strings.NewReader(stdin), io.Discard, &errb); code != 0 {
+			b.Fatal(errb.String())
+		}
+	}
+	for i := range 1000 {
+		run(fmt.Sprintf("value %d\n", i), "put", fmt.Sprintf("memory/%03d", i), "-")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		run("", "log", "--oneline")
+	}
+}
