@@ -658,6 +658,12 @@ func ReadContent(rd io.Reader, size uint64) ([]byte, error) {
 // content fails its checks at the end, w has not received all of it, so a
 // consumer that counts the bytes it was promised never takes it for whole.
 func CopyValue(w io.Writer, rd io.Reader) (int64, error) {
+	if br, ok := rd.(*bytes.Reader); ok {
+		// A value held whole (OpenValue of a raw block, already checked):
+		// nothing can fail at its end, so nothing is held back, and no
+		// buffer is made (a served get of a small value is mostly this).
+		return br.WriteTo(w)
+	}
 	cur, next := make([]byte, 64<<10), make([]byte, 64<<10)
 	held := 0 // bytes of cur not yet written
 	var n int64

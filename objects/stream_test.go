@@ -285,3 +285,13 @@ func TestOpenValueAhead(t *testing.T) {
 		t.Fatalf("%d reads under way after Close", n)
 	}
 }
+
+// A value held whole (a raw block's reader) is copied as it is, all of it.
+func TestCopyValueWhole(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 20000) // over CopyValue's buffers
+	var out bytes.Buffer
+	n, err := objects.CopyValue(&out, bytes.NewReader(data))
+	if err != nil || n != int64(len(data)) || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("copied %d bytes (%v), equal %v", n, err, bytes.Equal(out.Bytes(), data))
+	}
+}
