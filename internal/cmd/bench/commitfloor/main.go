@@ -205,13 +205,24 @@ func write(dir, sizesFile, walkDir string, pages bool, files []string) error {
 			piece = pieceSize(f)
 		}
 		h := sha256.New()
+		// With pieces, the whole-content hash runs on a goroutine of its
+		// own, handed each read while this one hashes its pieces, as the
+		// commit's hasher does.
+		var work chan []byte
+		var done chan struct{}
+		if piece > 0 {
+			work, done = make(chan []byte), make(chan struct{})
+			go func() {
+				for b := range work {
+					h.Write(b)
+					done <- struct{}{}
+				}
+			}()
+		}
 		for {
 			n, err := io.ReadFull(f, buf)
-			if piece > 0 && n > 0 {
-				// The whole-content hash on another goroutine while this
-				// one hashes the pieces, as the commit does.
-				done := make(chan struct{})
-				go func() { h.Write(buf[:n]); close(done) }()
+			if piece > 0 {
+				work <- buf[:n]
 				for off := 0; off < n; off += piece {
 					sha256.Sum256(buf[off:min(off+piece, n)])
 				}
@@ -226,9 +237,15 @@ func write(dir, sizesFile, walkDir string, pages bool, files []string) error {
 				break
 			}
 			if err != nil {
+				if work != nil {
+					close(work)
+				}
 				f.Close()
 				return err
 			}
+		}
+		if work != nil {
+			close(work)
 		}
 		f.Close()
 		h.Sum(nil)
