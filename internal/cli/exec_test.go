@@ -87,23 +87,29 @@ func TestExecConcurrent(t *testing.T) {
 	}
 }
 
-// BenchmarkExecGet is the server's part of a served 'get': the command line
-// parsed and run in-process against an open repository.
-func BenchmarkExecGet(b *testing.B) {
+// benchExec opens a new store for a benchmark and returns a function that
+// runs a command line on it as a server runs a client's (Exec).
+func benchExec(b *testing.B) func(stdin string, args ...string) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	r, err := repo.Init(dir+"/.agentstate", repo.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Close()
-	run := func(stdin string, args ...string) {
+	b.Cleanup(func() { r.Close() })
+	return func(stdin string, args ...string) {
 		var errb bytes.Buffer
 		if code := Exec(ctx, r, remote.ExecRequest{Args: append([]string{"agentstate"}, args...), Dir: dir},
 			strings.NewReader(stdin), io.Discard, &errb); code != 0 {
 			b.Fatal(errb.String())
 		}
 	}
+}
+
+// BenchmarkExecGet is the server's part of a served 'get': the command line
+// parsed and run in-process against an open repository.
+func BenchmarkExecGet(b *testing.B) {
+	run := benchExec(b)
 	run("hello\n", "put", "k", "-")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -156,20 +162,7 @@ func TestExecNamesTheServedStore(t *testing.T) {
 // 1000 commits (bench row 10as): the walk over commits the server has
 // cached, and the lines written.
 func BenchmarkExecLog(b *testing.B) {
-	ctx := context.Background()
-	dir := b.TempDir()
-	r, err := repo.Init(dir+"/.agentstate", repo.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
-	run := func(stdin string, args ...string) {
-		var errb bytes.Buffer
-		if code := Exec(ctx, r, remote.ExecRequest{Args: append([]string{"agentstate"}, args...), Dir: dir},
-			strings.NewReader(stdin), io.Discard, &errb); code != 0 {
-			b.Fatal(errb.String())
-		}
-	}
+	run := benchExec(b)
 	for i := range 1000 {
 		run(fmt.Sprintf("value %d\n", i), "put", fmt.Sprintf("memory/%03d", i), "-")
 	}
