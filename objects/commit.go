@@ -44,14 +44,22 @@ func (c *Commit) validate() error {
 	if c.Tree.IsZero() || c.Tree.Codec() != CodecDagCBOR {
 		return fmt.Errorf("%w: commit tree %q is not a dag-cbor CID", ErrBadObject, c.Tree)
 	}
+	// A commit has one or two parents: comparing each with those before it
+	// costs less than a set (every commit a log walks is checked). A set
+	// past a few, so that a block listing many costs time in proportion.
+	var seen map[CID]bool
+	if len(c.Parents) > 8 {
+		seen = make(map[CID]bool, len(c.Parents))
+	}
 	for i, p := range c.Parents {
 		if p.IsZero() || p.Codec() != CodecDagCBOR {
 			return fmt.Errorf("%w: commit parent %q is not a dag-cbor CID", ErrBadObject, p)
 		}
-		// A commit has one or two parents: comparing each with those before
-		// it costs less than a set (every commit a log walks is checked).
-		if slices.Contains(c.Parents[:i], p) {
+		if seen != nil && seen[p] || seen == nil && slices.Contains(c.Parents[:i], p) {
 			return fmt.Errorf("%w: commit lists parent %s twice", ErrBadObject, p)
+		}
+		if seen != nil {
+			seen[p] = true
 		}
 	}
 	if c.Time < 0 {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -145,6 +146,33 @@ func TestCommitRoundTrip(t *testing.T) {
 	if _, err := (&objects.Commit{Tree: tree, Parents: []objects.CID{p1, p1}}).Encode(); err == nil {
 		t.Fatal("duplicate parents accepted")
 	}
+	// Past a few parents the repeat is found by a set: the same answer.
+	var many []objects.CID
+	for i := range 20 {
+		many = append(many, objects.Sum(objects.CodecDagCBOR, []byte{byte(i)}))
+	}
+	if _, err := (&objects.Commit{Tree: tree, Parents: many}).Encode(); err != nil {
+		t.Fatalf("20 distinct parents refused: %v", err)
+	}
+	if _, err := (&objects.Commit{Tree: tree, Parents: append(many, many[3])}).Encode(); err == nil {
+		t.Fatal("a repeated parent among 21 accepted")
+	}
+	// More metadata keys than the encoder sorts without allocating: still
+	// in DAG-CBOR order, and decoded back.
+	meta := map[string]string{}
+	for i := range 12 {
+		meta[strings.Repeat("k", 12-i)+string(rune('a'+i))] = "v"
+	}
+	big := &objects.Commit{Tree: tree, Time: 3, Message: "m", Metadata: meta}
+	data, err := big.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := objects.DecodeCommit(data)
+	if err != nil || !maps.Equal(back.Metadata, meta) {
+		t.Fatalf("12 metadata keys: %v, %v", err, back)
+	}
+	crossCheck(t, data)
 	if _, err := (&objects.Commit{}).Encode(); err == nil {
 		t.Fatal("commit without tree accepted")
 	}
