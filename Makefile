@@ -44,8 +44,11 @@ test: test-deps
 	$(GO) vet $(PKGS)
 	$(GO) test $(PKGS)
 
+# The race detector slows every command the script tests run (each one a
+# process built with -race) several times over: on two cores
+# internal/cli's scripts need more than go test's default 10 minutes.
 race: test-deps
-	$(GO) test -race $(PKGS)
+	$(GO) test -race -timeout 45m $(PKGS)
 
 # BENCHFLAGS=-quick for a one-minute run; see docs/performance.md.
 bench: build
