@@ -167,9 +167,8 @@ func buildFloorTags(ctx context.Context, cfg *config, name, tags string) (string
 		bin += "-" + strings.ReplaceAll(tags, ",", "-")
 		args = append(args, "-tags", tags)
 	}
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
+	// Built every run, not reused from a scratch directory kept (-keep)
+	// by an earlier run of other sources: go's build cache makes it cheap.
 	cmd := exec.CommandContext(ctx, "go", append(args, "-o", bin, "github.com/agentstate/agentstate/internal/cmd/bench/"+name)...)
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
